@@ -1,0 +1,393 @@
+"""The compiled fast path: Python source generated once per (message, version), then exec'd.
+
+Owns: turning a :class:`~.layout.Layout` into straight-line code. Runs of fixed-width fields become one
+``struct.unpack_from``/``pack`` call, arrays of fixed-width scalars one call for the whole array, nested
+structs are inlined into the loop that reads them, each struct becomes one dict literal.
+Must not know: anything the layout does not say. It never reports errors itself: any exception (short
+buffer, bad length, invalid UTF-8, a value that does not pack) makes the caller re-run the reference
+interpreter, which produces the precise error. So generated code only has to be right on valid input and
+*fail* (never loop, never over-allocate, never return garbage) on invalid input: every length is checked
+against the bytes left before it is used.
+
+Tagged-field sections that are not empty, and encode bodies carrying fields the version lacks, are handed to
+the interpreter's helpers: they are rare, and correctness there matters more than speed.
+"""
+from __future__ import annotations
+
+import copy
+import struct
+import uuid
+from typing import Any, Callable
+
+from ..schema.model import MessageSpec
+from ..wire import FIXED, MAX_ARRAY_LENGTH, read_uvarint, write_uvarint
+from .interpreter import decode_tagged, encode_tagged
+from .layout import FIXED_WIDTH, UNKNOWN_TAGS, Layout, Slot, message_layout
+from .record_hooks import RECORDS_HOOKS
+
+STRUCT_CODES = {name: fmt[1] for name, (fmt, _) in FIXED.items()} | {"uuid": "16s"}
+
+
+class _Reject(Exception):
+    """Raised by generated code on input it will not handle; the caller falls back to the interpreter."""
+
+
+def _reject(*_):
+    raise _Reject()
+
+
+class _Emitter:
+    """Accumulates generated source lines and the constants they refer to."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.consts: dict[str, Any] = {}
+        self.counter = 0
+
+    def const(self, value: Any, prefix: str = "K") -> str:
+        self.counter += 1
+        name = f"{prefix}{self.counter}"
+        self.consts[name] = value
+        return name
+
+    def var(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+
+# ---------------------------------------------------------------- decoders
+
+def _fixed_runs(slots: list[Slot]):
+    """Group consecutive fixed-width scalar slots so each group is one struct call."""
+    run: list[Slot] = []
+    for slot in slots:
+        if slot.kind == "scalar" and slot.wire_type in STRUCT_CODES:
+            run.append(slot)
+            continue
+        if run:
+            yield "run", run
+            run = []
+        yield "one", slot
+    if run:
+        yield "run", run
+
+
+def _default_expr(em: _Emitter, value: Any) -> str:
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return repr(value)
+    if isinstance(value, uuid.UUID):
+        return em.const(value, "U")
+    return f"_deepcopy({em.const(value, 'D')})"
+
+
+class _DecoderBuilder:
+    def __init__(self) -> None:
+        self.em = _Emitter()
+
+    def struct(self, layout: Layout, ind: int) -> str:
+        """Emit code reading one struct; returns the expression building its dict."""
+        em = self.em
+        entries: list[str] = []
+        for kind, item in _fixed_runs(layout.slots):
+            if kind == "run":
+                fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in item)
+                unpack = em.const(struct.Struct(fmt).unpack_from, "S")
+                names = [em.var("v") for _ in item]
+                em.emit(ind, f"{', '.join(names)}{',' if len(names) == 1 else ''} = {unpack}(buf, pos)")
+                em.emit(ind, f"pos += {struct.calcsize(fmt)}")
+                for slot, name in zip(item, names):
+                    value = f"_UUID(bytes={name})" if slot.wire_type == "uuid" else name
+                    entries.append(f"{slot.name!r}: {value}")
+            else:
+                entries.append(f"{item.name!r}: {self.slot(item, ind)}")
+        if layout.flexible:
+            entries.extend(self.tagged(layout, ind))
+        return "{" + ", ".join(entries) + "}"
+
+    def tagged(self, layout: Layout, ind: int) -> list[str]:
+        em = self.em
+        if not layout.tagged:
+            em.emit(ind, "if buf[pos]:")
+            em.emit(ind + 1, "_reject()")
+            em.emit(ind, "pos += 1")
+            return []
+        holder = em.var("t")
+        lay = em.const(layout, "L")
+        em.emit(ind, f"if buf[pos]:")
+        em.emit(ind + 1, f"{holder} = {{}}")
+        em.emit(ind + 1, f"pos = _decode_tagged({lay}, {holder}, buf, pos, '', None, records)")
+        em.emit(ind, "else:")
+        defaults = ", ".join(f"{s.name!r}: {_default_expr(em, s.default)}" for s in layout.tagged)
+        em.emit(ind + 1, f"{holder} = {{{defaults}}}")
+        em.emit(ind + 1, "pos += 1")
+        return [f"**{holder}"]
+
+    def length(self, slot: Slot, ind: int, var: str, compact: bool, classic: str) -> None:
+        """Emit reading a length into ``var`` (-1 for null), compact or classic int16/int32."""
+        em = self.em
+        if compact:
+            em.emit(ind, f"{var} = buf[pos] - 1")
+            em.emit(ind, "pos += 1")
+            em.emit(ind, f"if {var} >= 127:")
+            em.emit(ind + 1, f"{var}, pos = _uvarint(buf, pos - 1)")
+            em.emit(ind + 1, f"{var} -= 1")
+        else:
+            em.emit(ind, f"{var} = {classic}(buf, pos)[0]")
+            em.emit(ind, f"pos += {2 if classic == '_i16' else 4}")
+
+    def slot(self, slot: Slot, ind: int) -> str:
+        em = self.em
+        out = em.var("v")
+        if slot.kind == "scalar":
+            self.blob(slot.wire_type, slot.compact, slot.nullable, ind, out)
+        elif slot.kind == "records":
+            n = em.var("n")
+            self.length(slot, ind, n, slot.compact, "_i32")
+            em.emit(ind, f"if {n} < 0:")
+            em.emit(ind + 1, f"if {n} != -1: _reject()")
+            em.emit(ind + 1, f"{out} = None")
+            em.emit(ind, "else:")
+            em.emit(ind + 1, f"if pos + {n} > blen: _reject()")
+            em.emit(ind + 1, f"{out} = rec(buf[pos:pos + {n}])")
+            em.emit(ind + 1, f"pos += {n}")
+        elif slot.kind == "struct":
+            if slot.nullable:
+                em.emit(ind, "marker = buf[pos]")
+                em.emit(ind, "pos += 1")
+                em.emit(ind, "if marker >= 128:")
+                em.emit(ind + 1, f"{out} = None")
+                em.emit(ind, "else:")
+                expr = self.struct(slot.layout, ind + 1)
+                em.emit(ind + 1, f"{out} = {expr}")
+            else:
+                expr = self.struct(slot.layout, ind)
+                em.emit(ind, f"{out} = {expr}")
+        else:
+            self.array(slot, ind, out)
+        return out
+
+    def blob(self, wire_type: str, compact: bool, nullable: bool, ind: int, out: str) -> None:
+        """Strings and bytes (classic or compact, nullable or not)."""
+        em = self.em
+        n = em.var("n")
+        self.length(None, ind, n, compact, "_i16" if "string" in wire_type else "_i32")
+        em.emit(ind, f"if {n} < 0:")
+        em.emit(ind + 1, f"if {n} != -1 or not {nullable}: _reject()")
+        em.emit(ind + 1, f"{out} = None")
+        em.emit(ind, "else:")
+        em.emit(ind + 1, f"end = pos + {n}")
+        em.emit(ind + 1, "if end > blen: _reject()")
+        if "string" in wire_type:
+            em.emit(ind + 1, f"{out} = buf[pos:end].decode()")
+        else:
+            em.emit(ind + 1, f"{out} = buf[pos:end]")
+        em.emit(ind + 1, "pos = end")
+
+    def array(self, slot: Slot, ind: int, out: str) -> None:
+        em = self.em
+        n = em.var("n")
+        self.length(slot, ind, n, slot.compact, "_i32")
+        em.emit(ind, f"if {n} < 0:")
+        em.emit(ind + 1, f"if {n} != -1 or not {slot.nullable}: _reject()")
+        em.emit(ind + 1, f"{out} = None")
+        em.emit(ind, "else:")
+        ind += 1
+        item = slot.item_wire_type
+        if slot.layout is None and item in STRUCT_CODES:
+            width = FIXED_WIDTH[item]
+            em.emit(ind, f"if {n} * {width} > blen - pos: _reject()")
+            code = STRUCT_CODES[item]
+            if item == "uuid":
+                em.emit(ind, f"{out} = [_UUID(bytes=x) for x in _unpack_from('>' + '16s' * {n}, buf, pos)]")
+            else:
+                em.emit(ind, f"{out} = list(_unpack_from('>%d{code}' % {n}, buf, pos))")
+            em.emit(ind, f"pos += {n} * {width}")
+            return
+        least = slot.layout.min_size if slot.layout is not None else 1
+        em.emit(ind, f"if {n} > {MAX_ARRAY_LENGTH} or {n} * {least} > blen - pos: _reject()")
+        em.emit(ind, f"{out} = []")
+        append = em.var("app")
+        em.emit(ind, f"{append} = {out}.append")
+        em.emit(ind, f"for _ in range({n}):")
+        if slot.layout is not None:
+            expr = self.struct(slot.layout, ind + 1)
+            em.emit(ind + 1, f"{append}({expr})")
+        else:
+            value = em.var("v")
+            self.blob(item, slot.compact, False, ind + 1, value)
+            em.emit(ind + 1, f"{append}({value})")
+
+
+def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
+    namespace = dict(consts)
+    namespace.update(_RUNTIME)
+    exec(compile("\n".join(source_lines), f"<kafkalab:{name}>", "exec"), namespace)
+    return namespace[name]
+
+
+_RUNTIME = {
+    "_reject": _reject, "_uvarint": read_uvarint, "_wuvarint": write_uvarint, "_UUID": uuid.UUID,
+    "_deepcopy": copy.deepcopy, "_unpack_from": struct.unpack_from, "_decode_tagged": decode_tagged,
+    "_encode_tagged": encode_tagged, "_HOOKS": RECORDS_HOOKS, "_UNKNOWN": UNKNOWN_TAGS,
+    "_i16": struct.Struct(">h").unpack_from, "_i32": struct.Struct(">i").unpack_from,
+    "_pack_i16": struct.Struct(">h").pack, "_pack_i32": struct.Struct(">i").pack,
+}
+
+
+def build_decoder(layout: Layout, name: str = "decode") -> tuple[Callable, str]:
+    builder = _DecoderBuilder()
+    em = builder.em
+    em.emit(0, f"def {name}(buf, pos, records):")
+    em.emit(1, "blen = len(buf)")
+    em.emit(1, "rec = _HOOKS[records].decode")
+    expr = builder.struct(layout, 1)
+    em.emit(1, f"return {expr}, pos")
+    return _compile(em.lines, em.consts, name), "\n".join(em.lines)
+
+
+# ---------------------------------------------------------------- encoders
+
+class _EncoderBuilder:
+    def __init__(self, version: int, what: str) -> None:
+        self.em = _Emitter()
+        self.version = version
+        self.what = what
+
+    def struct(self, layout: Layout, body: str, ind: int) -> None:
+        em = self.em
+        names = em.const(layout.names, "N")
+        em.emit(ind, f"if not {body}.keys() <= {names}: _reject()")
+        get = em.var("g")
+        em.emit(ind, f"{get} = {body}.get")
+        for kind, item in _fixed_runs(layout.slots):
+            if kind == "run":
+                fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in item)
+                pack = em.const(struct.Struct(fmt).pack, "P")
+                args = []
+                for slot in item:
+                    value = f"{get}({slot.name!r}, {_default_expr(em, slot.default)})"
+                    args.append(f"{value}.bytes" if slot.wire_type == "uuid" else value)
+                em.emit(ind, f"out += {pack}({', '.join(args)})")
+            else:
+                value = em.var("v")
+                em.emit(ind, f"{value} = {get}({item.name!r}, {_default_expr(em, item.default)})")
+                self.slot(item, value, ind)
+        if layout.flexible:
+            if layout.tagged:
+                lay = em.const(layout, "L")
+                em.emit(ind, f"_encode_tagged({lay}, {body}, out, '', {self.version}, {self.what!r})")
+            else:
+                em.emit(ind, "out.append(0)")
+
+    def length(self, compact: bool, classic: str, n: str, ind: int) -> None:
+        em = self.em
+        if compact:
+            em.emit(ind, f"if {n} < 127: out.append({n} + 1)")
+            em.emit(ind, f"else: _wuvarint(out, {n} + 1)")
+        else:
+            em.emit(ind, f"out += {classic}({n})")
+
+    def slot(self, slot: Slot, value: str, ind: int) -> None:
+        em = self.em
+        if slot.kind == "scalar":
+            self.blob(slot.wire_type, slot.compact, slot.nullable, value, ind)
+        elif slot.kind == "records":
+            data = em.var("d")
+            em.emit(ind, f"{data} = _HOOKS['batches'].encode({value})")
+            em.emit(ind, f"if {data} is None:")
+            self.length(slot.compact, "_pack_i32", "-1", ind + 1)
+            em.emit(ind, "else:")
+            self.length(slot.compact, "_pack_i32", f"len({data})", ind + 1)
+            em.emit(ind + 1, f"out += {data}")
+        elif slot.kind == "struct":
+            if slot.nullable:
+                em.emit(ind, f"if {value} is None:")
+                em.emit(ind + 1, "out.append(255)")
+                em.emit(ind, "else:")
+                em.emit(ind + 1, "out.append(1)")
+                self.struct(slot.layout, value, ind + 1)
+            else:
+                self.struct(slot.layout, value, ind)
+        else:
+            self.array(slot, value, ind)
+
+    def blob(self, wire_type: str, compact: bool, nullable: bool, value: str, ind: int) -> None:
+        em = self.em
+        classic = "_pack_i16" if "string" in wire_type else "_pack_i32"
+        limit = 0x7FFF if classic == "_pack_i16" and not compact else 0x7FFFFFFE
+        em.emit(ind, f"if {value} is None:")
+        if nullable:
+            self.length(compact, classic, "-1", ind + 1)
+        else:
+            em.emit(ind + 1, "_reject()")
+        em.emit(ind, "else:")
+        raw = em.var("r")
+        em.emit(ind + 1, f"{raw} = {value}.encode()" if "string" in wire_type else f"{raw} = bytes({value})")
+        em.emit(ind + 1, f"if len({raw}) > {limit}: _reject()")
+        self.length(compact, classic, f"len({raw})", ind + 1)
+        em.emit(ind + 1, f"out += {raw}")
+
+    def array(self, slot: Slot, value: str, ind: int) -> None:
+        em = self.em
+        em.emit(ind, f"if {value} is None:")
+        if slot.nullable:
+            self.length(slot.compact, "_pack_i32", "-1", ind + 1)
+        else:
+            em.emit(ind + 1, "_reject()")
+        em.emit(ind, "else:")
+        ind += 1
+        self.length(slot.compact, "_pack_i32", f"len({value})", ind)
+        item = slot.item_wire_type
+        if slot.layout is None and item in STRUCT_CODES:
+            code = STRUCT_CODES[item]
+            if item == "uuid":
+                em.emit(ind, f"for x in {value}: out += x.bytes")
+            else:
+                em.emit(ind, f"out += _struct_pack('>%d{code}' % len({value}), *{value})")
+            return
+        element = em.var("e")
+        em.emit(ind, f"for {element} in {value}:")
+        if slot.layout is not None:
+            self.struct(slot.layout, element, ind + 1)
+        else:
+            self.blob(item, slot.compact, False, element, ind + 1)
+
+
+_RUNTIME["_struct_pack"] = struct.pack
+
+
+def build_encoder(layout: Layout, version: int, what: str, name: str = "encode") -> tuple[Callable, str]:
+    builder = _EncoderBuilder(version, what)
+    em = builder.em
+    em.emit(0, f"def {name}(body):")
+    em.emit(1, "out = bytearray()")
+    builder.struct(layout, "body", 1)
+    em.emit(1, "return bytes(out)")
+    return _compile(em.lines, em.consts, name), "\n".join(em.lines)
+
+
+# ---------------------------------------------------------------- caches
+
+_DECODERS: dict[tuple[int, int], tuple[MessageSpec, Callable]] = {}
+_ENCODERS: dict[tuple[int, int], tuple[MessageSpec, Callable]] = {}
+
+
+def decoder(spec: MessageSpec, version: int) -> Callable:
+    """The compiled decoder for ``spec`` at ``version``: ``fn(buf, pos, records) -> (body, end)``."""
+    key = (id(spec), version)
+    hit = _DECODERS.get(key)
+    if hit is None or hit[0] is not spec:
+        hit = _DECODERS[key] = (spec, build_decoder(message_layout(spec, version))[0])
+    return hit[1]
+
+
+def encoder(spec: MessageSpec, version: int) -> Callable:
+    """The compiled encoder for ``spec`` at ``version``: ``fn(body) -> bytes``."""
+    key = (id(spec), version)
+    hit = _ENCODERS.get(key)
+    if hit is None or hit[0] is not spec:
+        hit = _ENCODERS[key] = (spec, build_encoder(message_layout(spec, version), version, spec.name)[0])
+    return hit[1]

@@ -1,0 +1,41 @@
+"""How the codec hands RECORDS fields to the record-batch layer.
+
+The codec reads a RECORDS field's length prefix itself; the bytes inside belong to ``protocol.records``.
+Two modes: ``"batches"`` decodes them into batch objects (the default, what users and the dissector want),
+``"raw"`` keeps the bytes as they are (what the broker wants: it stores and serves batches without
+re-encoding them). Encoding accepts either form.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class RecordsHooks:
+    decode: Callable[[bytes], Any]
+    trace: Callable[..., None]
+    encode: Callable[[Any], bytes | None]
+
+
+def _decode_batches(data: bytes):
+    from ..records import decode_records
+    return decode_records(data)
+
+
+def _trace(data: bytes, node, base: int, path: str) -> None:
+    from ..records import trace_records
+    trace_records(data, node, base, path)
+
+
+def _encode(value) -> bytes | None:
+    if value is None or isinstance(value, (bytes, bytearray, memoryview)):
+        return None if value is None else bytes(value)
+    from ..records import encode_records
+    return encode_records(value)
+
+
+RECORDS_HOOKS = {
+    "batches": RecordsHooks(_decode_batches, _trace, _encode),
+    "raw": RecordsHooks(bytes, _trace, _encode),
+}

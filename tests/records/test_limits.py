@@ -1,0 +1,111 @@
+"""Decompression bombs: tiny batches that claim or produce huge inflated sizes end as diagnostics, quickly
+and without the memory."""
+from __future__ import annotations
+
+import resource
+import struct
+import time
+import zlib
+
+import cramjam
+import crc32c
+import pytest
+
+from kafkalab.protocol.records import DEFAULT_MAX_INFLATED, decode_records, trace_records
+from kafkalab.protocol.records.compression import zstd_inflated_bound
+from kafkalab.protocol.tree import FieldNode
+
+GIB = 1 << 30
+
+
+def _v2_batch(codec_id: int, payload: bytes, count: int = 1) -> bytes:
+    """A v2 batch around an arbitrary compressed payload, CRC correct (written by hand on purpose)."""
+    body = struct.pack(">hiqqqhii", codec_id, count - 1, 0, 0, -1, -1, -1, count) + payload
+    return struct.pack(">qiibI", 0, 9 + len(body), -1, 2, crc32c.crc32c(body)) + body
+
+
+def _legacy_wrapper(codec_id: int, payload: bytes) -> bytes:
+    body = struct.pack(">bbq", 1, codec_id, 0) + struct.pack(">i", -1) + struct.pack(">i", len(payload)) + payload
+    return struct.pack(">qiI", 0, 4 + len(body), zlib.crc32(body)) + body
+
+
+def _gzip_gib() -> bytes:
+    """1 GiB of zeros as 1024 concatenated gzip members (legal: Java's GZIPInputStream reads them all)."""
+    member = zlib.compressobj(9, zlib.DEFLATED, 31)
+    one = member.compress(bytes(1 << 20)) + member.flush()
+    return one * 1024
+
+
+def _zstd_gib() -> bytes:
+    """1 GiB of zeros as one zstd frame of RLE blocks (no content size), 32 KiB on the wire."""
+    block = 128 << 10
+    blocks = [struct.pack("<I", (block << 3) | (1 << 1) | (i == 8191))[:3] + b"\x00" for i in range(8192)]
+    return struct.pack("<I", 0xFD2FB528) + bytes((0x00, 0x58)) + b"".join(blocks)  # FHD 0, window 128 KiB
+
+
+def _lz4_gib() -> bytes:
+    block = bytes(cramjam.lz4.compress_block(bytes(4 << 20), store_size=False))
+    from kafkalab.protocol.records.lz4frame import header_checksum
+    head = b"\x04\x22\x4d\x18\x60\x70"
+    frame = head + bytes((header_checksum(head, broken=False),))
+    return frame + (struct.pack("<I", len(block)) + block) * 256 + b"\x00" * 4
+
+
+def _snappy_claim() -> bytes:
+    return bytes((0x80, 0x80, 0x80, 0x80, 0x04)) + b"\x00" * 64  # raw snappy declaring 1 GiB
+
+
+def _xerial_claim() -> bytes:
+    chunk = _snappy_claim()
+    return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(chunk)) + chunk
+
+
+BOMBS = {"gzip": (1, _gzip_gib), "snappy": (2, _snappy_claim), "xerial": (2, _xerial_claim),
+         "lz4": (3, _lz4_gib), "zstd": (4, _zstd_gib)}
+
+
+def test_zstd_rle_frame_is_what_it_claims():
+    small = _zstd_gib()[:6] + struct.pack("<I", (1000 << 3) | 2 | 1)[:3] + b"\x07"
+    assert bytes(cramjam.zstd.decompress(small)) == b"\x07" * 1000
+    assert zstd_inflated_bound(_zstd_gib()) == GIB
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_bomb_in_v2_batch(name):
+    codec_id, make = BOMBS[name]
+    data = _v2_batch(codec_id, make())
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    (batch,) = decode_records(data)
+    elapsed = time.monotonic() - start
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert batch.crc_ok and not batch.records
+    assert any("decompression failed" in d and "limit" in d for d in batch.diagnostics), batch.diagnostics
+    assert elapsed < 5
+    assert grown_mib < DEFAULT_MAX_INFLATED / (1 << 20) * 2.5  # bounded by the cap, not by 1 GiB
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_small_cap_is_honoured(name):
+    codec_id, make = BOMBS[name]
+    data = _v2_batch(codec_id, make())
+    start = time.monotonic()
+    (batch,) = decode_records(data, max_inflated=1 << 20)
+    assert any("limit" in d for d in batch.diagnostics) and time.monotonic() - start < 1
+
+
+def test_bomb_in_legacy_wrapper_and_trace():
+    data = _legacy_wrapper(1, _gzip_gib())
+    (msg,) = decode_records(data, max_inflated=4 << 20)
+    assert msg.crc_ok and not msg.inner and any("limit" in d for d in msg.diagnostics)
+    root = FieldNode("r", "records", "records", 0)
+    trace_records(data, root, 0, "r", max_inflated=4 << 20)
+    deflated = root.find("r[0].deflated")
+    assert deflated is not None and deflated.wire_type == "compressed" and not deflated.children
+    assert any("limit" in d for d in deflated.diagnostics)
+
+
+def test_record_count_is_checked_before_use():
+    """A header claiming 2^31-1 records in a few bytes costs nothing and is reported."""
+    (batch,) = decode_records(_v2_batch(0, b"\x0c\x00\x00\x00\x01\x00\x01\x00\x00", count=0x7FFFFFFF))
+    assert any("record count 2147483647 cannot fit" in d for d in batch.diagnostics)
