@@ -4,9 +4,19 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from kafkalab.protocol.codec.layout import Layout, Slot, message_layout
+from kafkalab.protocol.records import build_batch
 
 INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+
+
+SAMPLE_RECORD_SETS = [
+    b"",
+    [build_batch([{"key": b"k", "value": b"v", "headers": [("h", b"1")]}], codec="none")],
+    [build_batch([{"key": None, "value": b"x" * 40}, {"key": b"k2", "value": None}], codec="gzip",
+                 base_timestamp=1_700_000_000_000)],
+    [build_batch([{"key": b"a", "value": b"b"}], magic=1, codec="snappy", base_timestamp=1_700_000_000_000)],
+]
 
 
 def scalar(wire_type: str, nullable: bool):
@@ -37,7 +47,8 @@ def slot_strategy(slot: Slot, depth: int):
     if slot.kind == "scalar":
         return scalar(slot.wire_type, slot.nullable)
     if slot.kind == "records":
-        return st.none() if slot.nullable else st.just(b"")
+        choices = st.sampled_from(SAMPLE_RECORD_SETS)
+        return st.one_of(st.none(), choices) if slot.nullable else choices
     if slot.kind == "struct":
         inner = layout_strategy(slot.layout, depth + 1)
         return st.one_of(st.none(), inner) if slot.nullable else inner

@@ -4,7 +4,8 @@ This is the public face of the codec (re-exported by ``kafkalab.protocol``): ``e
 ``decode_request``, ``encode_response``, ``decode_response``. A frame always includes its 4-byte size prefix.
 Plain decoding raises :class:`DecodeError` on bad bytes; annotated decoding (``annotate=True``) never raises
 for bad bytes: it returns the object with a partial ``tree`` ending in a "malformed" node and the reason in
-``diagnostics``.
+``diagnostics``. Bytes fields that carry consumer-protocol payloads (JoinGroup metadata, SyncGroup
+assignments...) decode into dicts and encode back from them: see ``payloads``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 from .codec import decode, encode, header_layout
 from .codec.interpreter import Malformed, decode_struct, encode_struct
 from .errors import DecodeError, ProtocolError
+from .payloads import attach_payloads, detach_payloads
 from .schema.headers import API_VERSIONS, request_header_version, response_header_version
 from .schema.registry import api_name, message_spec, resolve_api_key
 from .tree import FieldNode
@@ -68,6 +70,7 @@ def encode_request(api: int | str, api_version: int, body: dict | None = None, *
                    client_id: str | None = None) -> bytes:
     """A complete request frame (size prefix, header, body) for ``api`` at ``api_version``."""
     api_key = resolve_api_key(api)
+    body = detach_payloads(api_key, "request", body)
     spec = message_spec(api_key, "request", api_version)
     header_version = request_header_version(api_key, api_version)
     header = {"request_api_key": api_key, "request_api_version": api_version,
@@ -87,6 +90,7 @@ def _drop_absent_header(header: dict, header_version: int) -> dict:
 def encode_response(api: int | str, api_version: int, body: dict | None = None, *, correlation_id: int) -> bytes:
     """A complete response frame for ``api`` at ``api_version``."""
     api_key = resolve_api_key(api)
+    body = detach_payloads(api_key, "response", body)
     spec = message_spec(api_key, "response", api_version)
     header_version = response_header_version(api_key, api_version)
     out = bytearray(4)
@@ -156,6 +160,7 @@ def decode_request(frame: bytes, *, annotate: bool = False, records: str = "batc
             root.name = f"{spec.name} v{api_version}"
         request.body, pos = decode(spec, api_version, buf, pos, root, records)
         _finish(root, buf, pos, diagnostics)
+        attach_payloads(request)
     except Malformed as exc:
         diagnostics.append(f"malformed: {exc.error}")
     except DecodeError as exc:
@@ -207,6 +212,7 @@ def decode_response(frame: bytes, api_key: int | str, api_version: int, *, annot
             root.name = f"{spec.name} v{api_version}"
         response.body, pos = decode(spec, api_version, buf, pos, root, records)
         _finish(root, buf, pos, diagnostics)
+        attach_payloads(response)
     except Malformed as exc:
         diagnostics.append(f"malformed: {exc.error}")
     except ProtocolError as exc:

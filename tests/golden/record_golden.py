@@ -659,10 +659,11 @@ def frame_entry(f: Frame, fname: str, sc: Scenario, all_topics: list[str]) -> di
         "topics_mentioned": topics_in(f.data, all_topics),
     }
     if f.api_key == PRODUCE and f.direction == "request":
-        e["produced"] = {t: [r.to_json() for r in sc.produced[t]] for t in e["topics_mentioned"] if t in sc.produced}
+        # The records are in manifest["clients"][client]["produced"][topic]["records"].
+        e["produced_topics"] = [t for t in e["topics_mentioned"] if t in sc.produced]
     if f.api_key == FETCH and f.direction == "response":
-        # Records of a topic in a Fetch response are a contiguous run of what was produced to it.
-        e["fetchable"] = {t: [r.to_json() for r in recs] for t, recs in sc.produced.items()}
+        # Records of a topic in a Fetch response are a contiguous run of what the client produced to it
+        # (manifest["clients"][client]["produced"]); these values are visible uncompressed in the frame.
         e["values_present_literally"] = sorted(
             r.value for recs in sc.produced.values() for r in recs if r.value and r.value.encode() in f.data)
     e["kio_check"] = kio_check(f)
@@ -837,7 +838,8 @@ def tool_versions() -> dict[str, str]:
     out: dict[str, str] = {"python": sys.version.split()[0]}
     try:
         import confluent_kafka
-        out["confluent-kafka"] = confluent_kafka.version()[0]
+        v = confluent_kafka.version()
+        out["confluent-kafka"] = v if isinstance(v, str) else v[0]
         out["librdkafka (confluent-kafka, mock cluster)"] = confluent_kafka.libversion()[0]
     except ImportError:
         pass

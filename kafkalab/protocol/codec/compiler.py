@@ -28,6 +28,18 @@ from .record_hooks import RECORDS_HOOKS
 STRUCT_CODES = {name: fmt[1] for name, (fmt, _) in FIXED.items()} | {"uuid": "16s"}
 
 
+SMALL_ARRAY = 64
+_ARRAY_UNPACKERS = {code: [struct.Struct(f">{n}{code}").unpack_from for n in range(SMALL_ARRAY)]
+                    for code in set(STRUCT_CODES.values()) if code != "16s"}
+
+
+def _starts_with_compact_byte(slot: Slot) -> bool:
+    """True when ``slot`` begins with a compact length (strings, bytes, arrays, records in flexible versions);
+    a run of fixed-width slots (a list) never does."""
+    return isinstance(slot, Slot) and slot.compact and (slot.kind in ("array", "records") or
+                             (slot.kind == "scalar" and slot.wire_type not in STRUCT_CODES))
+
+
 class _Reject(Exception):
     """Raised by generated code on input it will not handle; the caller falls back to the interpreter."""
 
@@ -75,10 +87,11 @@ def _fixed_runs(slots: list[Slot]):
         yield "run", run
 
 
-def _default_expr(em: _Emitter, value: Any) -> str:
+def _default_expr(em: _Emitter, value: Any, shared: bool = False) -> str:
+    """Source for a default value; mutable defaults are copied unless ``shared`` (the encoder only reads them)."""
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return repr(value)
-    if isinstance(value, uuid.UUID):
+    if isinstance(value, uuid.UUID) or shared:
         return em.const(value, "U")
     return f"_deepcopy({em.const(value, 'D')})"
 
@@ -88,49 +101,65 @@ class _DecoderBuilder:
         self.em = _Emitter()
 
     def struct(self, layout: Layout, ind: int) -> str:
-        """Emit code reading one struct; returns the expression building its dict."""
+        """Emit code reading one struct; returns the expression building its dict.
+
+        A run of fixed-width fields also reads the single byte after it when that byte starts a compact
+        length or the tagged-field count (the common one-byte case), saving a separate index operation."""
         em = self.em
         entries: list[str] = []
-        for kind, item in _fixed_runs(layout.slots):
+        items = list(_fixed_runs(layout.slots))
+        prefetched = None
+        for index, (kind, item) in enumerate(items):
             if kind == "run":
-                fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in item)
+                following = items[index + 1][1] if index + 1 < len(items) else None
+                peek = _starts_with_compact_byte(following) if following is not None else layout.flexible
+                fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in item) + ("B" if peek else "")
                 unpack = em.const(struct.Struct(fmt).unpack_from, "S")
                 names = [em.var("v") for _ in item]
-                em.emit(ind, f"{', '.join(names)}{',' if len(names) == 1 else ''} = {unpack}(buf, pos)")
+                prefetched = em.var("p") if peek else None
+                targets = names + ([prefetched] if peek else [])
+                em.emit(ind, f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {unpack}(buf, pos)")
                 em.emit(ind, f"pos += {struct.calcsize(fmt)}")
                 for slot, name in zip(item, names):
                     value = f"_UUID(bytes={name})" if slot.wire_type == "uuid" else name
                     entries.append(f"{slot.name!r}: {value}")
             else:
-                entries.append(f"{item.name!r}: {self.slot(item, ind)}")
+                entries.append(f"{item.name!r}: {self.slot(item, ind, prefetched)}")
+                prefetched = None
         if layout.flexible:
-            entries.extend(self.tagged(layout, ind))
+            entries.extend(self.tagged(layout, ind, prefetched))
         return "{" + ", ".join(entries) + "}"
 
-    def tagged(self, layout: Layout, ind: int) -> list[str]:
+    def tagged(self, layout: Layout, ind: int, prefetched: str | None) -> list[str]:
         em = self.em
+        count = prefetched or "buf[pos]"
         if not layout.tagged:
-            em.emit(ind, "if buf[pos]:")
-            em.emit(ind + 1, "_reject()")
-            em.emit(ind, "pos += 1")
+            em.emit(ind, f"if {count}: _reject()")
+            if not prefetched:
+                em.emit(ind, "pos += 1")
             return []
         holder = em.var("t")
         lay = em.const(layout, "L")
-        em.emit(ind, f"if buf[pos]:")
+        em.emit(ind, f"if {count}:")
         em.emit(ind + 1, f"{holder} = {{}}")
-        em.emit(ind + 1, f"pos = _decode_tagged({lay}, {holder}, buf, pos, '', None, records)")
+        start = "pos - 1" if prefetched else "pos"
+        em.emit(ind + 1, f"pos = _decode_tagged({lay}, {holder}, buf, {start}, '', None, records)")
         em.emit(ind, "else:")
         defaults = ", ".join(f"{s.name!r}: {_default_expr(em, s.default)}" for s in layout.tagged)
         em.emit(ind + 1, f"{holder} = {{{defaults}}}")
-        em.emit(ind + 1, "pos += 1")
+        if not prefetched:
+            em.emit(ind + 1, "pos += 1")
         return [f"**{holder}"]
 
-    def length(self, slot: Slot, ind: int, var: str, compact: bool, classic: str) -> None:
+    def length(self, ind: int, var: str, compact: bool, classic: str, prefetched: str | None = None) -> None:
         """Emit reading a length into ``var`` (-1 for null), compact or classic int16/int32."""
         em = self.em
         if compact:
-            em.emit(ind, f"{var} = buf[pos] - 1")
-            em.emit(ind, "pos += 1")
+            if prefetched:
+                em.emit(ind, f"{var} = {prefetched} - 1")
+            else:
+                em.emit(ind, f"{var} = buf[pos] - 1")
+                em.emit(ind, "pos += 1")
             em.emit(ind, f"if {var} >= 127:")
             em.emit(ind + 1, f"{var}, pos = _uvarint(buf, pos - 1)")
             em.emit(ind + 1, f"{var} -= 1")
@@ -138,14 +167,14 @@ class _DecoderBuilder:
             em.emit(ind, f"{var} = {classic}(buf, pos)[0]")
             em.emit(ind, f"pos += {2 if classic == '_i16' else 4}")
 
-    def slot(self, slot: Slot, ind: int) -> str:
+    def slot(self, slot: Slot, ind: int, prefetched: str | None = None) -> str:
         em = self.em
         out = em.var("v")
         if slot.kind == "scalar":
-            self.blob(slot.wire_type, slot.compact, slot.nullable, ind, out)
+            self.blob(slot.wire_type, slot.compact, slot.nullable, ind, out, prefetched)
         elif slot.kind == "records":
             n = em.var("n")
-            self.length(slot, ind, n, slot.compact, "_i32")
+            self.length(ind, n, slot.compact, "_i32", prefetched)
             em.emit(ind, f"if {n} < 0:")
             em.emit(ind + 1, f"if {n} != -1: _reject()")
             em.emit(ind + 1, f"{out} = None")
@@ -166,14 +195,15 @@ class _DecoderBuilder:
                 expr = self.struct(slot.layout, ind)
                 em.emit(ind, f"{out} = {expr}")
         else:
-            self.array(slot, ind, out)
+            self.array(slot, ind, out, prefetched)
         return out
 
-    def blob(self, wire_type: str, compact: bool, nullable: bool, ind: int, out: str) -> None:
+    def blob(self, wire_type: str, compact: bool, nullable: bool, ind: int, out: str,
+             prefetched: str | None = None) -> None:
         """Strings and bytes (classic or compact, nullable or not)."""
         em = self.em
         n = em.var("n")
-        self.length(None, ind, n, compact, "_i16" if "string" in wire_type else "_i32")
+        self.length(ind, n, compact, "_i16" if "string" in wire_type else "_i32", prefetched)
         em.emit(ind, f"if {n} < 0:")
         em.emit(ind + 1, f"if {n} != -1 or not {nullable}: _reject()")
         em.emit(ind + 1, f"{out} = None")
@@ -186,24 +216,30 @@ class _DecoderBuilder:
             em.emit(ind + 1, f"{out} = buf[pos:end]")
         em.emit(ind + 1, "pos = end")
 
-    def array(self, slot: Slot, ind: int, out: str) -> None:
+    def array(self, slot: Slot, ind: int, out: str, prefetched: str | None = None) -> None:
         em = self.em
         n = em.var("n")
-        self.length(slot, ind, n, slot.compact, "_i32")
-        em.emit(ind, f"if {n} < 0:")
-        em.emit(ind + 1, f"if {n} != -1 or not {slot.nullable}: _reject()")
-        em.emit(ind + 1, f"{out} = None")
-        em.emit(ind, "else:")
-        ind += 1
+        self.length(ind, n, slot.compact, "_i32", prefetched)
+        if slot.nullable:
+            em.emit(ind, f"if {n} < 0:")
+            em.emit(ind + 1, f"if {n} != -1: _reject()")
+            em.emit(ind + 1, f"{out} = None")
+            em.emit(ind, "else:")
+            ind += 1
+        else:
+            em.emit(ind, f"if {n} < 0: _reject()")
         item = slot.item_wire_type
         if slot.layout is None and item in STRUCT_CODES:
+            # no explicit bound check: unpack_from refuses a count the buffer cannot hold before allocating
             width = FIXED_WIDTH[item]
-            em.emit(ind, f"if {n} * {width} > blen - pos: _reject()")
             code = STRUCT_CODES[item]
-            if item == "uuid":
+            if item == "uuid":  # the format string grows with n: bound n first
+                em.emit(ind, f"if {n} * 16 > blen - pos: _reject()")
                 em.emit(ind, f"{out} = [_UUID(bytes=x) for x in _unpack_from('>' + '16s' * {n}, buf, pos)]")
             else:
-                em.emit(ind, f"{out} = list(_unpack_from('>%d{code}' % {n}, buf, pos))")
+                table = em.const(_ARRAY_UNPACKERS[code], "A")
+                em.emit(ind, f"if {n} < {SMALL_ARRAY}: {out} = [*{table}[{n}](buf, pos)]")
+                em.emit(ind, f"else: {out} = [*_unpack_from('>%d{code}' % {n}, buf, pos)]")
             em.emit(ind, f"pos += {n} * {width}")
             return
         least = slot.layout.min_size if slot.layout is not None else 1
@@ -268,12 +304,12 @@ class _EncoderBuilder:
                 pack = em.const(struct.Struct(fmt).pack, "P")
                 args = []
                 for slot in item:
-                    value = f"{get}({slot.name!r}, {_default_expr(em, slot.default)})"
+                    value = f"{get}({slot.name!r}, {_default_expr(em, slot.default, shared=True)})"
                     args.append(f"{value}.bytes" if slot.wire_type == "uuid" else value)
                 em.emit(ind, f"out += {pack}({', '.join(args)})")
             else:
                 value = em.var("v")
-                em.emit(ind, f"{value} = {get}({item.name!r}, {_default_expr(em, item.default)})")
+                em.emit(ind, f"{value} = {get}({item.name!r}, {_default_expr(em, item.default, shared=True)})")
                 self.slot(item, value, ind)
         if layout.flexible:
             if layout.tagged:
@@ -284,6 +320,9 @@ class _EncoderBuilder:
 
     def length(self, compact: bool, classic: str, n: str, ind: int) -> None:
         em = self.em
+        if n == "-1":
+            em.emit(ind, "out.append(0)" if compact else f"out += {em.const(struct.pack(classic_format(classic), -1), 'B')}")
+            return
         if compact:
             em.emit(ind, f"if {n} < 127: out.append({n} + 1)")
             em.emit(ind, f"else: _wuvarint(out, {n} + 1)")
@@ -357,6 +396,10 @@ class _EncoderBuilder:
 
 
 _RUNTIME["_struct_pack"] = struct.pack
+
+
+def classic_format(packer_name: str) -> str:
+    return ">h" if packer_name == "_pack_i16" else ">i"
 
 
 def build_encoder(layout: Layout, version: int, what: str, name: str = "encode") -> tuple[Callable, str]:
