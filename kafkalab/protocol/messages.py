@@ -224,8 +224,20 @@ def decode_response(frame: bytes, api_key: int | str, api_version: int, *, annot
 
 def _api_versions_answer_version(buf: bytes, pos: int, asked: int, diagnostics: list[str]) -> int:
     """KIP-511: a broker that does not support the ApiVersions version a client asked for answers with a
-    v0-encoded body carrying UNSUPPORTED_VERSION (35) and its own ranges, so the client can retry."""
-    if asked > 0 and len(buf) >= pos + 2 and struct.unpack_from(">h", buf, pos)[0] == UNSUPPORTED_VERSION:
-        diagnostics.append(f"ApiVersions v{asked} answered in v0 with UNSUPPORTED_VERSION (KIP-511)")
-        return 0
-    return asked
+    v0-encoded body carrying UNSUPPORTED_VERSION (35) and its own ranges, so the client can retry. Like
+    Kafka's clients, read the asked version first and fall back to v0 only when that does not fit the bytes
+    exactly and v0 does."""
+    if asked == 0 or len(buf) < pos + 2 or struct.unpack_from(">h", buf, pos)[0] != UNSUPPORTED_VERSION:
+        return asked
+    if _fits_exactly(asked, buf, pos) or not _fits_exactly(0, buf, pos):
+        return asked
+    diagnostics.append(f"ApiVersions v{asked} answered in v0 with UNSUPPORTED_VERSION (KIP-511)")
+    return 0
+
+
+def _fits_exactly(api_version: int, buf: bytes, pos: int) -> bool:
+    try:
+        _, end = decode(message_spec(API_VERSIONS, "response", api_version), api_version, buf, pos)
+    except DecodeError:
+        return False
+    return end == len(buf)
