@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     dissect.set_defaults(func=cmd_dissect)
     apis = sub.add_parser("apis", help="list every API key and version range the codec knows")
     apis.set_defaults(func=cmd_apis)
+    from kafkalab.broker.cli import add_parser as add_broker_parser
+    add_broker_parser(sub)
     return parser
 
 

@@ -53,6 +53,7 @@ class Frame:
     summary: str = ""
     diagnostics: list[str] = field(default_factory=list)
     inferred: bool = False
+    stream_offset: int | None = None     # captures: where the frame starts in its TCP stream
     raw: bytes = field(default=b"", repr=False)
     message: Message | None = field(default=None, repr=False)
     _tree: FieldNode | None = field(default=None, repr=False)

@@ -1,0 +1,9 @@
+"""kafkalab's in-notebook Kafka broker: real clients connect, every frame lands in a journal.
+
+Layout: :mod:`.runtime` (``Broker``), :mod:`.server` (the asyncio adapter, the only asyncio user),
+:mod:`.dispatch` (a sans-IO connection), :mod:`.handlers` (one module per API, the registry ApiVersions is
+built from), :mod:`.storage` (segments, partition logs, producer state, topics, offsets), :mod:`.journal`.
+"""
+from .runtime import Broker
+
+__all__ = ["Broker"]

@@ -1,0 +1,62 @@
+"""Broker and topic settings: one frozen dataclass for the broker, one table of topic defaults.
+
+Topic configs use Kafka's names and defaults (``message.timestamp.type``, ``max.message.bytes``...); a later
+DescribeConfigs handler reports them from :data:`TOPIC_CONFIG_DEFAULTS` with the broker-level synonyms.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+DEFAULT_CLUSTER_ID = "kafkalab-cluster-0001"   # any string; Kafka's are 22-char base64 UUIDs
+DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024  # socket.request.max.bytes
+
+#: topic config name -> (default value as Kafka prints it, broker config synonym)
+TOPIC_CONFIG_DEFAULTS: dict[str, tuple[str, str]] = {
+    "cleanup.policy": ("delete", "log.cleanup.policy"),
+    "compression.type": ("producer", "compression.type"),
+    "max.message.bytes": ("1048588", "message.max.bytes"),
+    "message.timestamp.type": ("CreateTime", "log.message.timestamp.type"),
+    "retention.bytes": ("-1", "log.retention.bytes"),
+    "retention.ms": ("604800000", "log.retention.ms"),
+    "segment.bytes": ("1073741824", "log.segment.bytes"),
+}
+
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_NAME = 249
+
+
+def topic_name_problem(name: str | None) -> str | None:
+    """Kafka's topic-name rule (Topic.validate): legal chars [a-zA-Z0-9._-], 1..249 long, not "." or ".."."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_TOPIC_NAME:
+        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters"
+    if not _LEGAL_TOPIC.fullmatch(name):
+        return f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    data_dir: str | None = None
+    node_id: int = 1
+    cluster_id: str = DEFAULT_CLUSTER_ID
+    journal_size: int = 10_000                 # frames kept in the journal ring
+    journal_bytes: int = 64 * 1024 * 1024      # raw bytes kept in the journal ring
+    max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
+    auto_create_topics: bool = True
+    default_partitions: int = 1
+    validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
+    segment_bytes: int = 64 * 1024 * 1024
+    topic_defaults: dict[str, str] = field(default_factory=dict)
+
+    def topic_config_default(self, name: str) -> str | None:
+        if name in self.topic_defaults:
+            return self.topic_defaults[name]
+        entry = TOPIC_CONFIG_DEFAULTS.get(name)
+        return entry[0] if entry else None

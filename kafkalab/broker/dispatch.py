@@ -1,0 +1,144 @@
+"""One client connection, sans-IO: bytes in, frames out, requests dispatched to handlers.
+
+Owns: cutting the stream into frames (with the max request size), reading the request header, choosing the
+handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions the broker
+does not implement), encoding responses with the project's codec and writing both directions to the journal.
+Must not know: sockets, asyncio, clocks (the adapter passes ``ts``/``now_ms`` and a ``clock``). Anything that makes the
+connection unusable (garbage, a truncated or oversized frame, an unknown API key, a body that does not
+decode) raises :class:`CloseConnection` with a reason for the log; other connections never notice.
+"""
+from __future__ import annotations
+
+import logging
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalab.protocol import DecodeError, ProtocolError, decode_request, encode_response
+from kafkalab.protocol.codec.layout import message_layout
+from kafkalab.protocol.framing import FrameSplitter
+from kafkalab.protocol.schema.registry import api_spec, message_spec
+
+from .handlers import RequestContext, Wait
+from .handlers.api_versions import advertised
+
+log = logging.getLogger("kafkalab.broker")
+
+API_VERSIONS, UNSUPPORTED_VERSION, UNKNOWN_SERVER_ERROR = 18, 35, -1
+_HEADER = struct.Struct(">hhi")
+
+
+class CloseConnection(Exception):
+    """The connection must be closed; the message says why."""
+
+
+@dataclass
+class Pending:
+    """A request whose response is still to be built (long polling)."""
+    api_key: int
+    api_version: int
+    correlation_id: int
+    entry: Any             # the request's journal entry
+    wait: Wait | None = None
+
+
+class Connection:
+    def __init__(self, state, registry, journal, *, stream: int, src: str, dst: str, local_host: str = "",
+                 local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None) -> None:
+        self.clock = clock or (lambda: 0.0)     # wall-clock seconds, supplied by the I/O adapter
+        self.state, self.registry, self.journal = state, registry, journal
+        self.stream, self.src, self.dst = stream, src, dst
+        self.local_host, self.local_port = local_host, local_port
+        self.splitter = FrameSplitter(max_request_size)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        try:
+            return self.splitter.feed(data)
+        except DecodeError as exc:
+            raise CloseConnection(f"bad frame: {exc}") from None
+
+    def handle(self, frame: bytes, ts: float, now_ms: int) -> bytes | Pending | None:
+        """The response frame, a Pending to finish later, or None (no response, e.g. acks=0)."""
+        if len(frame) < 12:
+            raise CloseConnection(f"frame of {len(frame)} bytes is too short for a request header")
+        api_key, api_version, correlation_id = _HEADER.unpack_from(frame, 4)
+        handler = self.registry.get(api_key)
+        entry = self.journal.request(ts, self.stream, self.src, self.dst, frame, api_key, api_version, None)
+        if handler is None:
+            raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")
+        pending = Pending(api_key, api_version, correlation_id, entry)
+        if not handler.min_version <= api_version <= handler.max_version:
+            if api_key == API_VERSIONS:
+                return self.respond(pending, self._api_versions_fallback(api_version), self.clock(), api_version=0)
+            return self.respond(pending, self._unsupported(api_key, api_version), self.clock())
+        try:
+            request = decode_request(frame, records="raw")
+        except ProtocolError as exc:
+            raise CloseConnection(f"undecodable {handler_name(api_key)} v{api_version} request: {exc}") from None
+        entry.client_id = request.client_id
+        ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
+                             now_ms, self.local_host, self.local_port, self.stream)
+        try:
+            result = handler.handle(ctx, request.body)
+        except Exception:  # noqa: BLE001 - a handler bug answers this request, it does not stop the broker
+            log.exception("handler for %s v%d failed", handler_name(api_key), api_version)
+            result = error_body(api_key, api_version, UNKNOWN_SERVER_ERROR)
+        if result is None:
+            return None
+        if isinstance(result, Wait):
+            pending.wait = result
+            return pending
+        return self.respond(pending, result, self.clock())
+
+    def respond(self, pending: Pending, body: dict, ts: float, api_version: int | None = None) -> bytes:
+        version = pending.api_version if api_version is None else api_version
+        body = fit_to_version(message_layout(message_spec(pending.api_key, "response", version), version), body)
+        raw = encode_response(pending.api_key, version, body, correlation_id=pending.correlation_id)
+        self.journal.response(pending.entry, ts, raw)
+        return raw
+
+    def _api_versions_fallback(self, api_version: int) -> dict:
+        """KIP-511: ApiVersions in a version we do not speak gets a v0 body (response header v0, as always for
+        ApiVersions) with UNSUPPORTED_VERSION and our ranges, so the client can pick a version and retry."""
+        log.info("ApiVersions v%d not supported: answering v0 with UNSUPPORTED_VERSION (KIP-511)", api_version)
+        return {"error_code": UNSUPPORTED_VERSION, "api_keys": advertised(self.registry)}
+
+    def _unsupported(self, api_key: int, api_version: int) -> dict:
+        """Other APIs: a body of the asked version with error 35, if the codec can encode that version at all."""
+        low, high = api_spec(api_key).response.versions
+        if not low <= api_version <= high:
+            raise CloseConnection(f"{handler_name(api_key)} v{api_version} is beyond what the codec knows")
+        return error_body(api_key, api_version, UNSUPPORTED_VERSION)
+
+
+def handler_name(api_key: int) -> str:
+    try:
+        return api_spec(api_key).name
+    except ProtocolError:
+        return f"api {api_key}"
+
+
+def error_body(api_key: int, api_version: int, error_code: int) -> dict:
+    """A well-formed response body with ``error_code`` in every top-level error field and empty lists."""
+    spec = message_spec(api_key, "response", api_version)
+    return {f.name: error_code for f in spec.fields if f.name == "error_code" and f.exists_in(api_version)}
+
+
+def fit_to_version(layout, body: dict) -> dict:
+    """Drop the fields a response version does not have. Handlers fill one body for every version they serve
+    (topic ids, v0's old_style_offsets...); the codec rightly refuses non-default values for fields a version
+    lacks, so the broker keeps only what the asked version can carry."""
+    if not body.keys() <= layout.names:
+        body = {k: v for k, v in body.items() if k in layout.names}
+    for slot in layout.slots:
+        if slot.layout is None:
+            continue
+        value = body.get(slot.name)
+        if isinstance(value, list):
+            body[slot.name] = [fit_to_version(slot.layout, item) for item in value]
+        elif isinstance(value, dict):
+            body[slot.name] = fit_to_version(slot.layout, value)
+    for slot in layout.tagged:
+        if slot.layout is not None and isinstance(body.get(slot.name), dict):
+            body[slot.name] = fit_to_version(slot.layout, body[slot.name])
+    return body

@@ -1,0 +1,63 @@
+"""Metadata (3), v0-v13: this broker is every broker, the controller and the leader of every partition.
+
+Topics asked for by name that do not exist are created when both the broker (``auto_create_topics``) and,
+from v4, the request (``allow_auto_topic_creation``) allow it. v10+ may ask by topic id; v0 with an empty
+list and v1+ with a null list mean "all topics".
+"""
+from __future__ import annotations
+
+import uuid
+
+from ..config import topic_name_problem
+from .base import Handler
+
+NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID = 0, 3, 17, 100
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def handle(ctx, body: dict) -> dict:
+    state = ctx.state
+    requested = body.get("topics")
+    if requested is None or (ctx.api_version == 0 and not requested):
+        topics = [_describe(ctx, t) for t in state.store.topics.values()]
+    else:
+        allow = body.get("allow_auto_topic_creation", True) and state.config.auto_create_topics
+        topics = [_lookup(ctx, item, allow) for item in requested]
+    host = ctx.local_host or state.advertised_host
+    port = ctx.local_port or state.advertised_port
+    return {"throttle_time_ms": 0, "brokers": [{"node_id": state.node_id, "host": host, "port": port, "rack": None}],
+            "cluster_id": state.cluster_id, "controller_id": state.node_id, "topics": topics,
+            "cluster_authorized_operations": -2147483648, "error_code": 0}
+
+
+def _lookup(ctx, item: dict, allow_create: bool) -> dict:
+    store = ctx.state.store
+    name, topic_id = item.get("name"), item.get("topic_id") or ZERO_UUID
+    if name is None and topic_id != ZERO_UUID:
+        topic = store.by_id.get(topic_id)
+        return _describe(ctx, topic) if topic else _error(None, UNKNOWN_TOPIC_ID, topic_id)
+    topic = store.topic(name)
+    if topic is not None:
+        return _describe(ctx, topic)
+    if topic_name_problem(name):
+        return _error(name, INVALID_TOPIC_EXCEPTION)
+    if allow_create:
+        return _describe(ctx, ctx.state.create_topic(name))
+    return _error(name, UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def _error(name, code: int, topic_id=ZERO_UUID) -> dict:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
+            "topic_authorized_operations": -2147483648}
+
+
+def _describe(ctx, topic) -> dict:
+    node = ctx.state.node_id
+    partitions = [{"error_code": NONE, "partition_index": p.index, "leader_id": node, "leader_epoch": 0,
+                   "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
+                  for p in topic.partitions]
+    return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id, "is_internal": False,
+            "partitions": partitions, "topic_authorized_operations": -2147483648}
+
+
+HANDLER = Handler(3, 0, 13, handle)

@@ -1,0 +1,48 @@
+"""OffsetFetch (9), v0-v10: committed offsets, -1 where none was committed.
+
+v0-v7 ask for one group (null topics from v2: every partition the group committed); v8+ batch several
+groups (KIP-709); v10 names topics by id.
+"""
+from __future__ import annotations
+
+from .base import Handler
+
+NONE, UNKNOWN_TOPIC_OR_PARTITION = 0, 3
+
+
+def handle(ctx, body: dict) -> dict:
+    if ctx.api_version >= 8:
+        groups = [_group(ctx, g["group_id"], g.get("topics")) for g in body.get("groups", ())]
+        return {"throttle_time_ms": 0, "groups": groups}
+    answer = _group(ctx, body["group_id"], body.get("topics"))
+    return {"throttle_time_ms": 0, "topics": answer["topics"], "error_code": NONE}
+
+
+def _group(ctx, group: str, topics) -> dict:
+    store = ctx.state.store
+    if topics is None:
+        names: dict[str, list[int]] = {}
+        for (topic, index) in sorted(store.committed.get(group, {})):
+            names.setdefault(topic, []).append(index)
+        topics = [{"name": n, "topic_id": store.topics[n].topic_id if n in store.topics else None,
+                   "partition_indexes": idx} for n, idx in names.items()]
+    out = []
+    for t in topics:
+        topic = store.by_id.get(t.get("topic_id")) if ctx.api_version >= 10 else store.topic(t.get("name"))
+        name = topic.name if topic is not None else t.get("name", "")
+        out.append({"name": name, "topic_id": t.get("topic_id"),
+                    "partitions": [_partition(store, group, name, i) for i in t.get("partition_indexes", ())]})
+    return {"group_id": group, "topics": out, "error_code": NONE}
+
+
+def _partition(store, group: str, topic: str, index: int) -> dict:
+    committed = store.fetch_committed(group, topic, index)
+    if committed is None:
+        return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                "error_code": NONE}
+    return {"partition_index": index, "committed_offset": committed.offset,
+            "committed_leader_epoch": committed.leader_epoch, "metadata": committed.metadata or "",
+            "error_code": NONE}
+
+
+HANDLER = Handler(9, 0, 10, handle)

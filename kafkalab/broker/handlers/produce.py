@@ -1,0 +1,82 @@
+"""Produce (0), v0-v13: validate, check producer sequences, assign offsets, append; acks=0 gets no answer.
+
+Per partition: unknown topic/partition, CORRUPT_MESSAGE (bad framing or CRC), MESSAGE_TOO_LARGE, and the
+idempotence outcomes (duplicate -> the original base offset with no error; gap -> OUT_OF_ORDER_SEQUENCE_NUMBER;
+old epoch -> INVALID_PRODUCER_EPOCH). Topics with ``message.timestamp.type=LogAppendTime`` get the broker's
+time stamped into their batches and reported as ``log_append_time_ms``. acks=-1 fsyncs file-backed logs.
+v13 names topics by id.
+"""
+from __future__ import annotations
+
+from ..storage import Duplicate
+from ..validate import check_record_set, stamp_log_append_time
+from .base import Handler
+
+NONE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID = 0, 3, 100
+
+
+def handle(ctx, body: dict) -> dict | None:
+    touched: dict[int, object] = {}
+    responses = []
+    for topic_data in body.get("topic_data", ()):
+        topic = _topic(ctx, topic_data)
+        partitions = [_produce_partition(ctx, topic, p, touched) if topic is not None else
+                      _result(p["index"], UNKNOWN_TOPIC_ID if ctx.api_version >= 13 else UNKNOWN_TOPIC_OR_PARTITION)
+                      for p in topic_data.get("partition_data", ())]
+        responses.append({"name": topic_data.get("name", ""), "topic_id": topic_data.get("topic_id"),
+                          "partition_responses": partitions})
+    if touched:
+        if body.get("acks") == -1:
+            for partition in touched.values():
+                partition.log.flush()
+        ctx.state.appended()
+    if body.get("acks") == 0:
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _topic(ctx, topic_data: dict):
+    store = ctx.state.store
+    if ctx.api_version >= 13:
+        return store.by_id.get(topic_data.get("topic_id"))
+    return store.topic(topic_data.get("name"))
+
+
+def _result(index: int, error: int, base_offset: int = -1, log_append_time: int = -1,
+            log_start_offset: int = -1) -> dict:
+    return {"index": index, "error_code": error, "base_offset": base_offset, "log_append_time_ms": log_append_time,
+            "log_start_offset": log_start_offset, "record_errors": [], "error_message": None}
+
+
+def _produce_partition(ctx, topic, data: dict, touched: dict) -> dict:
+    index = data["index"]
+    if not 0 <= index < len(topic.partitions):
+        return _result(index, UNKNOWN_TOPIC_OR_PARTITION)
+    partition = topic.partitions[index]
+    log = partition.log
+    state = ctx.state
+    max_bytes = int(state.topic_config(topic, "max.message.bytes"))
+    records = data.get("records")
+    error, batches = check_record_set(records, max_bytes, state.config.validate_records)
+    if error:
+        return _result(index, error, log_start_offset=log.log_start_offset)
+    for b in batches:
+        verdict = partition.producers.check(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence)
+        if isinstance(verdict, Duplicate):
+            return _result(index, NONE, verdict.base_offset, log_start_offset=log.log_start_offset)
+        if verdict:
+            return _result(index, verdict, log_start_offset=log.log_start_offset)
+    append_time = -1
+    if state.topic_config(topic, "message.timestamp.type") == "LogAppendTime":
+        append_time = ctx.now_ms
+        records = stamp_log_append_time(records, append_time)
+    base, _ = log.append(records)
+    offset = base
+    for b in batches:
+        partition.producers.record(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence, offset)
+        offset += b.last_sequence - b.first_sequence + 1
+    touched[id(partition)] = partition
+    return _result(index, NONE, base, append_time, log.log_start_offset)
+
+
+HANDLER = Handler(0, 0, 13, handle)

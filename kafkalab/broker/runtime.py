@@ -1,0 +1,144 @@
+"""``Broker``: the in-notebook Kafka broker's public face - start, stop, topics, the frame journal.
+
+    >>> with Broker(topics={"orders": 3}) as broker:             # doctest: +SKIP
+    ...     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    ...     broker.frames                                          # a pandas DataFrame, one row per frame
+
+The broker's state lives on the server thread; methods called from other threads hop onto it.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+from .config import DEFAULT_CLUSTER_ID, DEFAULT_MAX_REQUEST_SIZE, BrokerConfig
+from .handlers import REGISTRY
+from .journal import Journal
+from .state import BrokerState
+
+log = logging.getLogger("kafkalab.broker")
+
+
+def parse_topics(topics) -> dict[str, int | None]:
+    """{name: partitions} from a dict, or an iterable of "name", "name:partitions" or (name, partitions)."""
+    if topics is None:
+        return {}
+    if isinstance(topics, dict):
+        return dict(topics)
+    out: dict[str, int | None] = {}
+    for item in ([topics] if isinstance(topics, str) else topics):
+        if isinstance(item, str):
+            name, _, count = item.rpartition(":") if ":" in item else (item, "", "")
+            out[name] = int(count) if count else None
+        else:
+            name, count = item
+            out[name] = count
+    return out
+
+
+class Broker:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, data_dir: str | None = None, node_id: int = 1,
+                 cluster_id: str = DEFAULT_CLUSTER_ID, journal_size: int = 10_000,
+                 max_request_size: int = DEFAULT_MAX_REQUEST_SIZE, auto_create_topics: bool = True,
+                 default_partitions: int = 1, topics: dict | Iterable | None = None, **options) -> None:
+        self.config = BrokerConfig(host=host, port=port, data_dir=None if data_dir is None else str(data_dir),
+                                   node_id=node_id, cluster_id=cluster_id, journal_size=journal_size,
+                                   max_request_size=max_request_size, auto_create_topics=auto_create_topics,
+                                   default_partitions=default_partitions, **options)
+        self._initial_topics = parse_topics(topics)
+        self.journal_ring = Journal(journal_size, self.config.journal_bytes)
+        self.state: BrokerState | None = None
+        self._loop = None
+        self._server = None
+        self.address: tuple[str, int] | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------------------
+
+    def start(self) -> Broker:
+        from .server import LoopThread, Server     # asyncio stays out of `import kafkalab.broker`
+
+        if self._loop is not None:
+            return self
+        self.state = BrokerState(self.config)
+        for name, count in self._initial_topics.items():
+            if name not in self.state.store.topics:
+                self.state.create_topic(name, count)
+        self._loop = LoopThread(f"kafkalab-broker-{self.config.node_id}")
+        self._server = Server(self.state, REGISTRY, self.journal_ring, self.config)
+        try:
+            self.address = self._loop.run(self._server.start())
+        except BaseException:
+            self._loop.stop()
+            self._loop = None
+            self.state.close()
+            raise
+        self.state.advertised_host, self.state.advertised_port = self.address
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        try:
+            self._loop.run(self._server.close())
+        finally:
+            self._loop.stop()
+            self._loop = None
+            self.state.close()
+            log.info("broker %d stopped", self.config.node_id)
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._loop is not None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        if self.address is None:
+            raise RuntimeError("the broker is not started")
+        host, port = self.address
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def port(self) -> int:
+        return self.address[1] if self.address else self.config.port
+
+    # --- topics -------------------------------------------------------------------------------------------
+
+    def _on_loop(self, fn, *args):
+        return self._loop.call(fn, *args) if self._loop is not None else fn(*args)
+
+    def create_topic(self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None) -> None:
+        if self.state is None:
+            self._initial_topics[name] = partitions
+            return
+        self._on_loop(self.state.create_topic, name, partitions, configs)
+
+    @property
+    def topics(self) -> dict[str, int]:
+        if self.state is None:
+            return {}
+        return self._on_loop(lambda: {n: len(t.partitions) for n, t in self.state.store.topics.items()})
+
+    # --- the journal --------------------------------------------------------------------------------------
+
+    @property
+    def frames(self):
+        """Every journaled frame as a pandas DataFrame with the FRAME_COLUMNS of the data model."""
+        return self.journal_ring.table()
+
+    @property
+    def journal(self):
+        """The journaled frames as :class:`~kafkalab.dissect.frame.Frame` objects (``.tree`` on demand)."""
+        return self.journal_ring.frames()
+
+    def frame(self, number: int):
+        return self.journal_ring.frame(number)
+
+    def __repr__(self) -> str:
+        where = self.bootstrap_servers if self.address else "not started"
+        return f"<kafkalab Broker node {self.config.node_id} {where}, {len(self.journal_ring)} frames journaled>"

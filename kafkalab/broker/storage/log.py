@@ -1,0 +1,208 @@
+"""One partition's log: batches as received (offsets rewritten), indexed by offset, in segments.
+
+Owns: the next offset to assign (log end offset), the log start offset, the batch index (base offset, last
+offset, segment, position, size, max timestamp) and segment rolling. Must not know: requests, producers,
+topics or clocks. Appends take record-set bytes that were already validated; the codec's
+``assign_offsets`` gives them consecutive offsets by patching base offsets on the raw bytes (no re-encoding).
+Reads hand back whole stored batches, byte for byte. With one replica the high watermark is the log end
+offset; the last stable offset equals it until transactions arrive (a later issue).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from typing import Callable, NamedTuple
+
+import crc32c
+
+from kafkalab.protocol.records import assign_offsets, decode_records, iter_batches
+
+from .segment import FileSegment, MemorySegment
+
+_V2_MAX_TS = struct.Struct(">q")    # at byte 35 of a v2 batch
+_V2_PRODUCER = struct.Struct(">qhi")  # producer id, epoch, base sequence at byte 43
+_V1_TS_AT = 18                      # a magic 1 message's timestamp
+
+
+class BatchEntry(NamedTuple):
+    base_offset: int
+    last_offset: int
+    segment: object
+    position: int
+    size: int
+    max_timestamp: int
+    magic: int
+
+
+def batch_max_timestamp(data, position: int, magic: int) -> int:
+    if magic == 2:
+        return _V2_MAX_TS.unpack_from(data, position + 35)[0]
+    if magic == 1:
+        return _V2_MAX_TS.unpack_from(data, position + _V1_TS_AT)[0]
+    return -1
+
+
+class PartitionLog:
+    def __init__(self, segment_factory: Callable[[int], object], segment_bytes: int) -> None:
+        self._new_segment = segment_factory
+        self.segment_bytes = segment_bytes
+        self.segments: list = []
+        self.entries: list[BatchEntry] = []
+        self._lasts: list[int] = []         # last offsets of entries, for bisect
+        self.log_start_offset = 0
+        self.next_offset = 0
+
+    # --- construction ---------------------------------------------------------------------------------
+
+    @classmethod
+    def in_memory(cls, segment_bytes: int) -> PartitionLog:
+        return cls(MemorySegment, segment_bytes)
+
+    @classmethod
+    def open(cls, directory: str, segment_bytes: int) -> PartitionLog:
+        """A file-backed log, recovering whatever segments ``directory`` holds (a torn tail is cut off)."""
+        os.makedirs(directory, exist_ok=True)
+        log = cls(lambda base: FileSegment(directory, base), segment_bytes)
+        for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
+            log._recover_segment(FileSegment(directory, int(name[:-4])))
+        if log.entries:
+            log.log_start_offset = log.entries[0].base_offset
+        start_file = os.path.join(directory, "log-start-offset")
+        if os.path.exists(start_file):
+            with open(start_file) as f:
+                log.log_start_offset = max(log.log_start_offset, int(f.read().strip() or 0))
+        log.next_offset = max(log.next_offset, log.log_start_offset)
+        return log
+
+    def _recover_segment(self, segment) -> None:
+        data = segment.read(0, segment.size)
+        good = 0
+        for b in iter_batches(data):
+            if b.partial or not _crc_ok(data, b.position, b.size, b.magic):
+                break
+            self._index(segment, data, b.position, b.size, b.base_offset, b.last_offset, b.magic)
+            good = b.position + b.size
+        if good < segment.size:
+            segment.truncate(good)     # a torn or corrupt tail: nothing after it was acknowledged durably
+        if segment.size or not self.segments:
+            self.segments.append(segment)
+        else:
+            segment.delete()
+
+    # --- writing --------------------------------------------------------------------------------------
+
+    def append(self, records: bytes) -> tuple[int, bytes]:
+        """Store a validated record set at the end of the log: (base offset, the stored bytes)."""
+        base = self.next_offset
+        data, next_offset = assign_offsets(records, base)
+        segment = self._active_segment(len(data))
+        start = segment.append(data)
+        for b in iter_batches(data):
+            self._index(segment, data, b.position, b.size, b.base_offset, b.last_offset, b.magic, start)
+        self.next_offset = next_offset
+        return base, data
+
+    def _index(self, segment, data, position, size, base, last, magic, shift=0) -> None:
+        entry = BatchEntry(base, last, segment, shift + position, size, batch_max_timestamp(data, position, magic),
+                           magic)
+        self.entries.append(entry)
+        self._lasts.append(last)
+        self.next_offset = max(self.next_offset, last + 1)
+
+    def _active_segment(self, incoming: int):
+        if not self.segments or (self.segments[-1].size and self.segments[-1].size + incoming > self.segment_bytes):
+            self.segments.append(self._new_segment(self.next_offset))
+        return self.segments[-1]
+
+    def flush(self) -> None:
+        if self.segments:
+            self.segments[-1].flush()
+
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    # --- reading --------------------------------------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self.next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.next_offset
+
+    def find(self, offset: int) -> int:
+        """Index of the first entry whose last offset is >= ``offset``."""
+        return bisect.bisect_left(self._lasts, offset)
+
+    def read(self, offset: int, max_bytes: int, upto: int | None = None, at_least_one: bool = True) -> bytes:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (the first batch is returned even
+        if larger when ``at_least_one``, KIP-74), ending before ``upto`` (an offset bound)."""
+        upto = self.next_offset if upto is None else upto
+        chunks: list[bytes] = []
+        total = 0
+        run_segment, run_start, run_size = None, 0, 0
+        for entry in self.entries[self.find(offset):]:
+            if entry.base_offset >= upto:
+                break
+            if total + entry.size > max_bytes and (total or not at_least_one):
+                break
+            if entry.segment is run_segment and entry.position == run_start + run_size:
+                run_size += entry.size
+            else:
+                if run_segment is not None:
+                    chunks.append(run_segment.read(run_start, run_size))
+                run_segment, run_start, run_size = entry.segment, entry.position, entry.size
+            total += entry.size
+        if run_segment is not None:
+            chunks.append(run_segment.read(run_start, run_size))
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def batch_bytes(self, entry: BatchEntry) -> bytes:
+        return entry.segment.read(entry.position, entry.size)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with a timestamp >= ``timestamp``, or None."""
+        for entry in self.entries[self.find(self.log_start_offset):]:
+            if entry.max_timestamp >= timestamp:
+                for record in _records(self.batch_bytes(entry)):
+                    if record.timestamp is not None and record.timestamp >= timestamp \
+                            and record.offset >= self.log_start_offset:
+                        return record.offset, record.timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (the first such), or None."""
+        live = self.entries[self.find(self.log_start_offset):]
+        if not live:
+            return None
+        best = max(live, key=lambda e: e.max_timestamp)
+        for record in _records(self.batch_bytes(best)):
+            if record.timestamp == best.max_timestamp:
+                return record.offset, record.timestamp
+        return best.last_offset, best.max_timestamp
+
+    def producer_batches(self):
+        """(producer id, epoch, first sequence, last sequence, base offset) of every idempotent v2 batch."""
+        for entry in self.entries:
+            if entry.magic != 2:
+                continue
+            head = entry.segment.read(entry.position + 43, 14)
+            pid, epoch, seq = _V2_PRODUCER.unpack(head)
+            if pid >= 0 and seq >= 0:
+                yield pid, epoch, seq, seq + entry.last_offset - entry.base_offset, entry.base_offset
+
+
+def _records(data: bytes):
+    for batch in decode_records(data):
+        yield from batch.records
+
+
+def _crc_ok(data, position: int, size: int, magic: int) -> bool:
+    """Recovery check of one stored entry (v2: CRC-32C from the attributes on; legacy: trusted)."""
+    if magic != 2:
+        return magic in (0, 1)
+    crc = struct.unpack_from(">I", data, position + 17)[0]
+    return crc32c.crc32c(memoryview(data)[position + 21:position + size]) == crc

@@ -1,0 +1,170 @@
+"""The broker's storage: topics, their partitions (logs + producer state) and committed group offsets.
+
+Owns: topic names and ids, partition counts, topic configs, and (with a data directory) their persistence:
+``topics.json`` (rewritten atomically on change), one directory per partition (``<topic>-<n>/`` holding
+segment files) and ``committed-offsets.jsonl`` (append-only). Recovery rebuilds everything from those files,
+including idempotent-producer state from the stored batch headers. Must not know: the wire protocol, clocks,
+sockets. Later handlers (DeleteTopics, CreatePartitions, AlterConfigs, DeleteRecords) use
+:meth:`delete_topic`, :meth:`add_partitions`, :meth:`set_topic_configs` and :meth:`Partition.delete_before`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+
+from .log import PartitionLog
+from .producers import ProducerStates
+
+
+@dataclass
+class Partition:
+    topic: str
+    index: int
+    log: PartitionLog
+    producers: ProducerStates = field(default_factory=ProducerStates)
+    directory: str | None = None
+
+    def delete_before(self, offset: int) -> int:
+        """Advance the log start offset (DeleteRecords); returns the new low watermark."""
+        offset = min(max(offset, self.log.log_start_offset), self.log.next_offset)
+        self.log.log_start_offset = offset
+        if self.directory is not None:
+            _write_atomic(os.path.join(self.directory, "log-start-offset"), str(offset))
+        return offset
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[Partition]
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Committed:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+
+
+class Store:
+    def __init__(self, data_dir: str | None = None, segment_bytes: int = 64 * 1024 * 1024) -> None:
+        self.data_dir = data_dir
+        self.segment_bytes = segment_bytes
+        self.topics: dict[str, Topic] = {}
+        self.by_id: dict[uuid.UUID, Topic] = {}
+        self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
+        self.max_producer_id = -1
+        if data_dir is not None:
+            os.makedirs(data_dir, exist_ok=True)
+            self._recover()
+
+    # --- topics ---------------------------------------------------------------------------------------
+
+    def topic(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        t = self.topics.get(topic)
+        return t.partitions[index] if t is not None and 0 <= index < len(t.partitions) else None
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+                     topic_id: uuid.UUID | None = None) -> Topic:
+        topic = Topic(name, topic_id or uuid.uuid4(), [], dict(configs or {}))
+        self.topics[name] = topic
+        self.by_id[topic.topic_id] = topic
+        self._grow(topic, partitions)
+        self._save_topics()
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> None:
+        self._grow(self.topics[name], total)
+        self._save_topics()
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self._save_topics()
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.topics.pop(name)
+        self.by_id.pop(topic.topic_id, None)
+        for p in topic.partitions:
+            p.log.close()
+            if p.directory is not None:
+                shutil.rmtree(p.directory, ignore_errors=True)
+        self._save_topics()
+        return topic
+
+    def _grow(self, topic: Topic, total: int) -> None:
+        for index in range(len(topic.partitions), total):
+            topic.partitions.append(self._open_partition(topic.name, index))
+
+    def _open_partition(self, topic: str, index: int) -> Partition:
+        if self.data_dir is None:
+            return Partition(topic, index, PartitionLog.in_memory(self.segment_bytes))
+        directory = os.path.join(self.data_dir, f"{topic}-{index}")
+        partition = Partition(topic, index, PartitionLog.open(directory, self.segment_bytes), directory=directory)
+        for pid, epoch, first, last, base in partition.log.producer_batches():
+            partition.producers.record(pid, epoch, first, last, base)
+            self.max_producer_id = max(self.max_producer_id, pid)
+        return partition
+
+    # --- committed offsets ----------------------------------------------------------------------------
+
+    def commit(self, group: str, topic: str, partition: int, committed: Committed) -> None:
+        self.committed.setdefault(group, {})[(topic, partition)] = committed
+        if self.data_dir is not None:
+            line = json.dumps([group, topic, partition, committed.offset, committed.leader_epoch,
+                               committed.metadata])
+            with open(os.path.join(self.data_dir, "committed-offsets.jsonl"), "a") as f:
+                f.write(line + "\n")
+
+    def fetch_committed(self, group: str, topic: str, partition: int) -> Committed | None:
+        return self.committed.get(group, {}).get((topic, partition))
+
+    # --- persistence ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        for topic in self.topics.values():
+            for p in topic.partitions:
+                p.log.close()
+
+    def _save_topics(self) -> None:
+        if self.data_dir is None:
+            return
+        data = {name: {"topic_id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
+                for name, t in self.topics.items()}
+        _write_atomic(os.path.join(self.data_dir, "topics.json"), json.dumps(data, indent=1))
+
+    def _recover(self) -> None:
+        path = os.path.join(self.data_dir, "topics.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                saved = json.load(f)
+            for name, info in saved.items():
+                topic = Topic(name, uuid.UUID(info["topic_id"]), [], info.get("configs", {}))
+                self.topics[name] = topic
+                self.by_id[topic.topic_id] = topic
+                self._grow(topic, info["partitions"])
+        offsets = os.path.join(self.data_dir, "committed-offsets.jsonl")
+        if os.path.exists(offsets):
+            with open(offsets) as f:
+                for line in f:
+                    try:
+                        group, topic, partition, offset, epoch, metadata = json.loads(line)
+                    except ValueError:
+                        continue        # a torn last line
+                    self.committed.setdefault(group, {})[(topic, partition)] = Committed(offset, epoch, metadata)
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

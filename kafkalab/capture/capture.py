@@ -1,0 +1,172 @@
+"""Reading captures: ``read_capture`` (everything in memory, as tables) and ``iter_frames`` (streaming).
+
+Inputs: a pcap/pcapng path (optionally gzip-compressed), a binary file object, or an iterable of packets
+(:class:`~kafkalab.pcap.TcpPacket`, or scapy packets, converted here lazily without importing scapy).
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator
+
+from kafkalab.dissect import format_tree, hexdump
+from kafkalab.dissect.frame import Frame
+from kafkalab.pcap import TcpPacket, endpoint, read_packets
+
+from .analyzer import Analyzer
+from .scapy_packets import from_scapy
+
+PROGRESS_MIN_BYTES = 64 << 20
+
+
+def _packets(source, diagnostics: list[str], progress) -> Iterator[TcpPacket]:
+    if isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)) or hasattr(source, "read"):
+        bar = _progress_bar(source, progress)
+        if bar is None:
+            yield from read_packets(source, diagnostics)
+            return
+        with bar:
+            last = 0
+            for packet in read_packets(source, diagnostics):
+                last += 1
+                if last == 4096:
+                    bar.update(last)
+                    last = 0
+                yield packet
+            bar.update(last)
+        return
+    for item in source:
+        packet = item if isinstance(item, TcpPacket) else from_scapy(item)
+        if packet is not None:
+            yield packet
+
+
+def _progress_bar(source, progress):
+    """A tqdm.auto bar counting packets when asked (``progress=True``) or, by default, for big files."""
+    if progress is False:
+        return None
+    if progress is None:
+        if not isinstance(source, (str, os.PathLike)):
+            return None
+        try:
+            if os.path.getsize(source) < PROGRESS_MIN_BYTES:
+                return None
+        except (TypeError, ValueError, OSError):
+            return None
+    from tqdm.auto import tqdm
+
+    return tqdm(unit=" packets", desc="reading capture", leave=False)
+
+
+def iter_frames(source, ports: Iterable[int] | None = None, *, diagnostics: list[str] | None = None,
+                progress=False, _analyzer: Analyzer | None = None) -> Iterator[Frame]:
+    """Kafka frames as they complete, holding only connections' in-flight state (not the whole capture).
+    A request is yielded before its response exists; its ``response_frame`` and ``latency_ms`` are filled in
+    on the same object when the response is seen."""
+    analyzer = _analyzer or Analyzer(ports)
+    notes = [] if diagnostics is None else diagnostics
+    for packet in _packets(source, notes, progress):
+        packet_frames = analyzer.feed(packet)
+        if packet_frames:
+            yield from packet_frames
+    yield from analyzer.finish()
+    analyzer.diagnostics = notes
+
+
+class Capture:
+    """A whole capture: frames (objects and tables), exchanges, records and connections."""
+
+    def __init__(self, frames: list[Frame], analyzer: Analyzer, diagnostics: list[str]) -> None:
+        self.frame_list = frames
+        self.diagnostics = diagnostics
+        self._analyzer = analyzer
+        self._tables: dict[str, object] = {}
+
+    def __len__(self) -> int:
+        return len(self.frame_list)
+
+    def __iter__(self) -> Iterator[Frame]:
+        return iter(self.frame_list)
+
+    def __getitem__(self, number: int) -> Frame:
+        """Frame ``number`` (1-based, as in the ``frame`` column)."""
+        if not isinstance(number, int) or not 1 <= number <= len(self.frame_list):
+            raise IndexError(f"frame numbers run from 1 to {len(self.frame_list)}, not {number!r}")
+        return self.frame_list[number - 1]
+
+    def __repr__(self) -> str:
+        return (f"<Capture: {len(self)} Kafka frames in {len(self._analyzer.sessions)} TCP streams, "
+                f"{self._analyzer.packet_count} TCP packets>")
+
+    def _table(self, name: str, build):
+        if name not in self._tables:
+            self._tables[name] = build()
+        return self._tables[name]
+
+    @property
+    def frames(self):
+        from kafkalab.dissect.frame import frames_table
+        return self._table("frames", lambda: frames_table(self.frame_list))
+
+    @property
+    def exchanges(self):
+        from kafkalab.dissect.tables import exchanges_table
+        return self._table("exchanges", lambda: exchanges_table(self.frame_list))
+
+    @property
+    def records(self):
+        from kafkalab.dissect.tables import records_table
+        return self._table("records", lambda: records_table(self.frame_list))
+
+    @property
+    def connections(self):
+        from kafkalab.dissect.tables import connections_table
+        return self._table("connections", lambda: connections_table(self.connection_rows()))
+
+    def connection_rows(self) -> list[dict]:
+        rows = []
+        for conn in self._analyzer.connections:
+            session = self._analyzer.sessions.get(conn.index)
+            if session is None or not session.kafka:
+                continue
+            client = conn.client or conn.endpoints[0]
+            server = conn.other(client)
+            rows.append({
+                "stream": conn.index, "client": endpoint(*client), "server": endpoint(*server),
+                "first_time": conn.first_ts, "last_time": conn.last_ts,
+                "client_bytes": conn.payload_bytes[client], "server_bytes": conn.payload_bytes[server],
+                "client_packets": conn.packets[client], "server_packets": conn.packets[server],
+                "requests": session.frames_sent[client], "responses": session.frames_sent[server],
+                "client_ids": list(session.client_ids), "gaps": conn.gaps, "gap_bytes": conn.gap_bytes,
+                "midstream": conn.midstream, "state": conn.state,
+            })
+        return rows
+
+    def text(self, number: int, *, hex: bool = False) -> str:
+        """Frame ``number`` like ``tshark -V`` (plus ``-x`` with ``hex=True``)."""
+        return format_frame(self[number], hex=hex)
+
+
+def format_frame(frame: Frame, *, hex: bool = False) -> str:
+    head = (f"Frame {frame.frame}: stream {frame.stream}, {frame.src} → {frame.dst}, "
+            f"{len(frame.raw)} bytes, {frame.time.isoformat()}")
+    lines = [head, f"Kafka {frame.summary}"]
+    if frame.request_frame is not None:
+        lines.append(f"[response to frame {frame.request_frame}, {frame.latency_ms} ms]")
+    if frame.response_frame is not None:
+        lines.append(f"[response in frame {frame.response_frame}]")
+    lines.extend(f"[!] {d}" for d in frame.diagnostics)
+    tree = frame.tree
+    if tree is not None:
+        lines.append(format_tree(tree))
+    if hex:
+        lines.append(hexdump(frame.raw))
+    return "\n".join(lines)
+
+
+def read_capture(path_or_packets, ports: Iterable[int] | None = None, progress=None) -> Capture:
+    """Read a whole capture (pcap/pcapng path, gzip or not, a file object, or packets) into a Capture."""
+    analyzer = Analyzer(ports)
+    diagnostics: list[str] = []
+    frames = list(iter_frames(path_or_packets, ports, diagnostics=diagnostics, progress=progress,
+                              _analyzer=analyzer))
+    return Capture(frames, analyzer, diagnostics)

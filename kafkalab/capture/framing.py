@@ -1,0 +1,159 @@
+"""Cutting one reassembled direction into Kafka frames, with resynchronisation after gaps.
+
+Owns: the frame boundaries of one direction (stream offsets of each frame), and finding a boundary again
+after lost bytes or when a capture starts mid-connection. Must not know TCP (it gets ordered data and gap
+notices) nor pairing (it asks a ``plausible`` callback whether a frame can start at a position).
+
+Theory of operation: while *synced*, a 4-byte size is read and that many bytes cut, without copying when a
+chunk holds whole frames. After a gap, or when told the start is uncertain, it is *unsynced*: it scans
+forward for the first offset where ``plausible(buf, pos)`` says yes (it may answer None: "need more bytes"),
+drops the bytes before it (counted in the next frame's diagnostics) and resumes. Frames after a gap carry
+"gap before frame"; frames cut while unsure carry "resynchronised".
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Callable
+
+MAX_FRAME = 100 << 20               # Kafka's default socket.request.max.bytes
+MAX_UNSYNCED = 4 << 20              # scan window while looking for a frame start
+_SIZE = struct.Struct(">i")
+
+
+@dataclass(slots=True)
+class CutFrame:
+    offset: int                     # stream offset of the size prefix
+    raw: bytes
+    diagnostics: list[str] = field(default_factory=list)
+
+
+Plausible = Callable[[bytes, int], "bool | None"]
+
+
+class FrameCutter:
+    def __init__(self, plausible: Plausible, synced: bool = True) -> None:
+        self.plausible = plausible
+        self.synced = synced
+        self._buf = bytearray()
+        self._pos = 0                       # next unread byte in _buf
+        self._offset = 0                    # stream offset of _buf[0]
+        self._notes: list[str] = []         # diagnostics for the next frame
+        self.skipped = 0
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf) - self._pos
+
+    def data(self, offset: int, data: bytes) -> list[CutFrame]:
+        if not self.buffered:
+            self._buf.clear()
+            self._pos, self._offset = 0, offset
+            if self.synced and not self._notes:
+                frames, used = self._cut_whole(offset, data)
+                if used == len(data):
+                    return frames
+                self._buf += memoryview(data)[used:]
+                self._offset = offset + used
+                return frames + self._run()
+        self._buf += data
+        return self._run()
+
+    def gap(self, offset: int, length: int) -> None:
+        """Bytes [offset, offset+length) are lost: whatever frame was in progress is gone."""
+        lost_partial = self.buffered
+        self._buf.clear()
+        self._pos, self._offset = 0, offset + length
+        self.synced = False
+        note = f"gap before frame: {length} bytes lost at stream offset {offset}"
+        if lost_partial:
+            note += f" ({lost_partial} bytes of an incomplete frame discarded)"
+        self._notes.append(note)
+
+    def finish(self) -> list[CutFrame]:
+        """The stream ended: a candidate start that was waiting for more bytes will never complete, so
+        scan on past such candidates once more."""
+        if self.synced or not self.buffered:
+            return []
+        waiting = self.plausible
+        self.plausible = lambda buf, pos: bool(waiting(buf, pos))
+        try:
+            return self._run()
+        finally:
+            self.plausible = waiting
+
+    def pending_bytes(self) -> int:
+        return self.buffered
+
+    def _cut_whole(self, offset: int, data: bytes) -> tuple[list[CutFrame], int]:
+        frames: list[CutFrame] = []
+        pos, n = 0, len(data)
+        while pos + 4 <= n:
+            size = _SIZE.unpack_from(data, pos)[0]
+            if size < 0 or size > MAX_FRAME or pos + 4 + size > n:
+                break
+            frames.append(CutFrame(offset + pos, data[pos:pos + 4 + size] if (pos or size + 4 != n) else data))
+            pos += 4 + size
+        return frames, pos
+
+    def _run(self) -> list[CutFrame]:
+        frames: list[CutFrame] = []
+        buf = self._buf
+        while True:
+            if not self.synced and not self._resync():
+                break
+            available = len(buf) - self._pos
+            if available < 4:
+                break
+            size = _SIZE.unpack_from(buf, self._pos)[0]
+            if size < 0 or size > MAX_FRAME:
+                self.synced = False
+                self._notes.append(f"resynchronised after an impossible frame size {size}")
+                self._pos += 1
+                self.skipped += 1
+                continue
+            if available < 4 + size:
+                break
+            frame = CutFrame(self._offset + self._pos, bytes(buf[self._pos:self._pos + 4 + size]), self._notes)
+            self._notes = []
+            frames.append(frame)
+            self._pos += 4 + size
+        if self._pos and (self._pos >= len(buf) or self._pos > 1 << 16):
+            del buf[:self._pos]
+            self._offset += self._pos
+            self._pos = 0
+        return frames
+
+    def _resync(self) -> bool:
+        """Scan for a plausible frame start; True once synced (position moved there)."""
+        buf = self._buf
+        start = self._pos
+        pos = start
+        while pos + 4 <= len(buf):
+            verdict = self.plausible(buf, pos)
+            if verdict is None:
+                if pos - start:
+                    self._skip(start, pos)
+                return False
+            if verdict:
+                if pos > start:
+                    self._skip(start, pos)
+                self.synced = True
+                return True
+            pos += 1
+            if pos - start > MAX_UNSYNCED:
+                break
+        self._skip(start, max(start, pos))
+        return False
+
+    def _skip(self, start: int, pos: int) -> None:
+        if pos <= start:
+            return
+        skipped = pos - start
+        self.skipped += skipped
+        self._pos = pos
+        if self._notes and self._notes[-1].startswith("resynchronised: skipped"):
+            previous = int(self._notes[-1].split()[2])
+            self._notes[-1] = f"resynchronised: skipped {previous + skipped} bytes to find a frame start"
+        else:
+            self._notes.append(f"resynchronised: skipped {skipped} bytes to find a frame start")

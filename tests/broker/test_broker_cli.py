@@ -1,0 +1,39 @@
+"""``kafkalab broker`` parses its options and serves until interrupted."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+
+from kafka import KafkaProducer
+
+from kafkalab.broker.cli import add_parser
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUN = ("import argparse, sys; from kafkalab.broker.cli import add_parser; p = argparse.ArgumentParser(); "
+       "add_parser(p.add_subparsers()); a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))")
+
+
+def test_cli_options():
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["broker", "--port", "0", "--topic", "a:3", "--topic", "b", "--data-dir", "/tmp/x"])
+    assert (args.port, args.topic, args.data_dir) == (0, [("a", 3), ("b", None)], "/tmp/x")
+
+
+def test_cli_serves_until_interrupted():
+    proc = subprocess.Popen([sys.executable, "-c", RUN, "broker", "--port", "0", "--topic", "cli:2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    try:
+        line = proc.stdout.readline()
+        bootstrap = line.split(" on ")[1].split()[0]
+        producer = KafkaProducer(bootstrap_servers=bootstrap)
+        assert producer.send("cli", value=b"x", partition=1).get(20).offset == 0
+        producer.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0
+    assert "listening on" in proc.stderr.read()
