@@ -2,12 +2,14 @@
 
 The codec lives in :mod:`kafkalab.protocol` (sans-IO, every API key and version); the dissector's text and
 table views in :mod:`kafkalab.dissect`; captures in :mod:`kafkalab.capture` (``read_capture``,
-``iter_frames``); the in-process broker in :mod:`kafkalab.broker` (``Broker``); the command line in
-:mod:`kafkalab.cli`.
+``iter_frames``); the in-process broker in :mod:`kafkalab.broker` (``Broker``); notebook display and the
+explorer widget in :mod:`kafkalab.notebook` (``explore``); the command line in :mod:`kafkalab.cli`.
 """
+import sys as _sys
+
 __version__ = "0.1.0"
 
-_LAZY = {"Broker": "broker", "read_capture": "capture", "iter_frames": "capture"}
+_LAZY = {"Broker": "broker", "read_capture": "capture", "iter_frames": "capture", "explore": "notebook"}
 
 
 def __getattr__(name: str):
@@ -16,3 +18,15 @@ def __getattr__(name: str):
         from importlib import import_module
         return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'kafkalab' has no attribute {name!r}")
+
+
+def _register_rich_display() -> None:
+    """Inside IPython/Jupyter, show frames, trees, batches, captures and the broker as HTML."""
+    ipython = _sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and hasattr(shell, "display_formatter"):
+        from .notebook.display import register
+        register(shell)
+
+
+_register_rich_display()

@@ -1,7 +1,8 @@
-"""Broker and topic settings: one frozen dataclass for the broker, one table of topic defaults.
+"""Broker settings: one frozen dataclass, and Kafka's topic-name rule.
 
-Topic configs use Kafka's names and defaults (``message.timestamp.type``, ``max.message.bytes``...); a later
-DescribeConfigs handler reports them from :data:`TOPIC_CONFIG_DEFAULTS` with the broker-level synonyms.
+Topic configs use Kafka's names (``message.timestamp.type``, ``max.message.bytes``...); their catalogue,
+defaults and synonyms live in :mod:`.configs`. ``topic_defaults`` sets static broker values, by topic config
+name (``retention.ms``) or broker config name (``log.retention.hours``).
 """
 from __future__ import annotations
 
@@ -10,17 +11,6 @@ from dataclasses import dataclass, field
 
 DEFAULT_CLUSTER_ID = "kafkalab-cluster-0001"   # any string; Kafka's are 22-char base64 UUIDs
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024  # socket.request.max.bytes
-
-#: topic config name -> (default value as Kafka prints it, broker config synonym)
-TOPIC_CONFIG_DEFAULTS: dict[str, tuple[str, str]] = {
-    "cleanup.policy": ("delete", "log.cleanup.policy"),
-    "compression.type": ("producer", "compression.type"),
-    "max.message.bytes": ("1048588", "message.max.bytes"),
-    "message.timestamp.type": ("CreateTime", "log.message.timestamp.type"),
-    "retention.bytes": ("-1", "log.retention.bytes"),
-    "retention.ms": ("604800000", "log.retention.ms"),
-    "segment.bytes": ("1073741824", "log.segment.bytes"),
-}
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME = 249
@@ -54,9 +44,3 @@ class BrokerConfig:
     validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
     segment_bytes: int = 64 * 1024 * 1024
     topic_defaults: dict[str, str] = field(default_factory=dict)
-
-    def topic_config_default(self, name: str) -> str | None:
-        if name in self.topic_defaults:
-            return self.topic_defaults[name]
-        entry = TOPIC_CONFIG_DEFAULTS.get(name)
-        return entry[0] if entry else None

@@ -72,7 +72,7 @@ class Broker:
             self._loop = None
             self.state.close()
             raise
-        self.state.advertised_host, self.state.advertised_port = self.address
+        self.state.set_listener(*self.address)
         return self
 
     def stop(self) -> None:

@@ -1,13 +1,16 @@
 """The broker's shared state, as handlers see it: config, storage, producer ids, who is listening for appends.
 
 Sans-IO: no sockets, no clocks, no asyncio. The server adapter registers an append listener (to wake long
-polling fetches) and sets the advertised address once it is listening.
+polling fetches) and sets the advertised address once it is listening. Topic configs resolve through
+:class:`~.configs.ConfigLayers` (topic override, dynamic broker, dynamic cluster default, static, default);
+the resolved values are cached per topic and the cache is dropped on every config or topic change.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from .config import BrokerConfig, topic_name_problem
+from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .storage import Store, Topic
 
 
@@ -21,10 +24,48 @@ class BrokerState:
         self.advertised_port = config.port
         self.next_producer_id = max(1000, self.store.max_producer_id + 1)
         self.append_listeners: list[Callable[[], None]] = []
+        self.configs = ConfigLayers(config.node_id, static_broker_values(config), self.store.broker_configs)
+        self._resolved: dict[str, dict[str, str | None]] = {}
+        for topic in self.store.topics.values():
+            self._apply_segment_bytes(topic)
+
+    # --- configs --------------------------------------------------------------------------------------
 
     def topic_config(self, topic: Topic, name: str) -> str | None:
-        value = topic.configs.get(name)
-        return value if value is not None else self.config.topic_config_default(name)
+        resolved = self._resolved.get(topic.name)
+        if resolved is None:
+            resolved = self._resolved[topic.name] = {}
+        if name not in resolved:
+            resolved[name] = self.configs.topic_entry(name, topic.configs).value
+        return resolved[name]
+
+    def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+        self.store.set_topic_configs(topic.name, configs)
+        self._configs_changed()
+
+    def set_broker_configs(self, scope: str, configs: dict[str, str]) -> None:
+        self.store.set_broker_configs(scope, configs)
+        self.configs.dynamic[scope] = dict(configs)
+        self._configs_changed()
+
+    def set_listener(self, host: str, port: int) -> None:
+        self.advertised_host, self.advertised_port = host, port
+        listener = f"PLAINTEXT://{host}:{port}"
+        self.configs.static["listeners"] = self.configs.static["advertised.listeners"] = listener
+
+    def _configs_changed(self) -> None:
+        self._resolved.clear()
+        for topic in self.store.topics.values():
+            self._apply_segment_bytes(topic)
+
+    def _apply_segment_bytes(self, topic: Topic) -> None:
+        """segment.bytes is the one config storage honours (new segments roll at it); the static broker
+        ``segment_bytes`` stays the default."""
+        size = int(self.topic_config(topic, "segment.bytes") or self.config.segment_bytes)
+        for p in topic.partitions:
+            p.log.segment_bytes = size
+
+    # --- topics ---------------------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None) -> Topic:
         problem = topic_name_problem(name)
@@ -32,7 +73,24 @@ class BrokerState:
             raise ValueError(problem)
         if name in self.store.topics:
             raise ValueError(f"Topic '{name}' already exists.")
-        return self.store.create_topic(name, partitions or self.config.default_partitions, configs)
+        for key, value in (configs or {}).items():
+            definition = TOPIC_CONFIGS.get(key)
+            trouble = f"unknown topic config {key!r}" if definition is None else definition.problem(value)
+            if trouble:
+                raise ValueError(trouble)
+        topic = self.store.create_topic(name, partitions or self.config.default_partitions, configs)
+        self._resolved.pop(name, None)
+        self._apply_segment_bytes(topic)
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.store.delete_topic(name)
+        self._resolved.pop(name, None)
+        return topic
+
+    def add_partitions(self, topic: Topic, total: int) -> None:
+        self.store.add_partitions(topic.name, total)
+        self._apply_segment_bytes(topic)
 
     def allocate_producer_id(self) -> int:
         pid = self.next_producer_id

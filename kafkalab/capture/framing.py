@@ -8,7 +8,9 @@ Theory of operation: while *synced*, a 4-byte size is read and that many bytes c
 chunk holds whole frames. After a gap, or when told the start is uncertain, it is *unsynced*: it scans
 forward for the first offset where ``plausible(buf, pos)`` says yes (it may answer None: "need more bytes"),
 drops the bytes before it (counted in the next frame's diagnostics) and resumes. Frames after a gap carry
-"gap before frame"; frames cut while unsure carry "resynchronised".
+"gap before frame"; frames cut while unsure carry "resynchronised". When a gap or the end of the stream comes
+while a candidate start is still waiting for bytes, that candidate can never be confirmed: the scan moves on
+past it over the bytes already buffered, so real frames behind a false start are not thrown away.
 """
 from __future__ import annotations
 
@@ -59,8 +61,10 @@ class FrameCutter:
         self._buf += data
         return self._run()
 
-    def gap(self, offset: int, length: int) -> None:
-        """Bytes [offset, offset+length) are lost: whatever frame was in progress is gone."""
+    def gap(self, offset: int, length: int) -> list[CutFrame]:
+        """Bytes [offset, offset+length) are lost: whatever frame was in progress is gone. Returns the frames
+        that were still recoverable from the bytes before the gap (see :meth:`_settle`)."""
+        frames = self._settle()
         lost_partial = self.buffered
         self._buf.clear()
         self._pos, self._offset = 0, offset + length
@@ -69,10 +73,17 @@ class FrameCutter:
         if lost_partial:
             note += f" ({lost_partial} bytes of an incomplete frame discarded)"
         self._notes.append(note)
+        return frames
 
     def finish(self) -> list[CutFrame]:
-        """The stream ended: a candidate start that was waiting for more bytes will never complete, so
-        scan on past such candidates once more."""
+        """The stream ended: a candidate start that was waiting for more bytes will never complete."""
+        return self._settle()
+
+    def _settle(self) -> list[CutFrame]:
+        """No more contiguous bytes will come: while unsynced, a candidate start waiting for bytes beyond the
+        buffer can never be confirmed, so scan on past such candidates. Without this, a false candidate
+        (bytes of a frame cut by the gap that happen to look like a header with a large size) would swallow
+        the real frames buffered behind it when the buffer is discarded."""
         if self.synced or not self.buffered:
             return []
         waiting = self.plausible

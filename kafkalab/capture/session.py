@@ -87,8 +87,11 @@ class KafkaSession:
             return []
         if isinstance(event, GapDetected):
             conn = self.connection
-            if conn.client is not None:
-                self._cutter(sender, conn.client == sender).gap(event.offset, event.length)
+            if conn.client is None:     # cannot happen: a half's first segment is delivered, naming the roles
+                return []
+            is_client = conn.client == sender
+            return self._frames(self._cutter(sender, is_client).gap(event.offset, event.length), sender,
+                                is_client, ts)
         return []
 
     def finish(self) -> list[Frame]:

@@ -2,20 +2,22 @@
 
 INVALID_TOPIC_EXCEPTION (17) for illegal names, TOPIC_ALREADY_EXISTS (36), INVALID_PARTITIONS (37) for a
 partition count of 0 or below -1, INVALID_REPLICATION_FACTOR (38) above the one broker there is,
-INVALID_REQUEST (42) for a name given twice or assignments together with counts. -1 means the broker default
-(v4+, KIP-464). ``validate_only`` checks without creating. v5+ echoes the topic's configs; v7 its id.
+INVALID_REQUEST (42) for a name given twice, assignments together with counts or a null config value,
+INVALID_CONFIG (40) for an unknown or invalid topic config. -1 means the broker default (v4+, KIP-464).
+``validate_only`` checks without creating. v5+ echoes the topic's configs as DescribeConfigs reports them; v7
+its id.
 """
 from __future__ import annotations
 
 import uuid
 from collections import Counter
 
-from ..config import TOPIC_CONFIG_DEFAULTS, topic_name_problem
+from ..config import topic_name_problem
+from ..configs import TOPIC_CONFIGS
 from .base import Handler
 
 NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS = 0, 17, 36, 37
-INVALID_REPLICATION_FACTOR, INVALID_REQUEST = 38, 42
-DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1
+INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST = 38, 40, 42
 
 
 def handle(ctx, body: dict) -> dict:
@@ -38,13 +40,26 @@ def _problem(ctx, t: dict, duplicated: bool) -> tuple[int, str] | None:
     if t.get("assignments"):
         if count != -1 or factor != -1:
             return INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set."
-        return None
+        return _config_problem(t.get("configs") or ())
     if count == 0 or count < -1:
         return INVALID_PARTITIONS, "Number of partitions must be larger than 0."
     if factor == 0 or factor < -1:
         return INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
     if factor > 1:
         return INVALID_REPLICATION_FACTOR, f"Replication factor: {factor} larger than available brokers: 1."
+    return _config_problem(t.get("configs") or ())
+
+
+def _config_problem(configs) -> tuple[int, str] | None:
+    for c in configs:
+        definition = TOPIC_CONFIGS.get(c["name"])
+        if c.get("value") is None:
+            return INVALID_REQUEST, f"Null value not supported for topic config {c['name']}."
+        if definition is None:
+            return INVALID_CONFIG, f"Unknown topic config name: {c['name']}"
+        problem = definition.problem(c["value"])
+        if problem:
+            return INVALID_CONFIG, f"Invalid value {c['value']} for configuration {c['name']}: {problem}"
     return None
 
 
@@ -65,12 +80,9 @@ def _create(ctx, t: dict, duplicated: bool, validate_only: bool) -> dict:
 
 
 def _configs(ctx, configs: dict) -> list[dict]:
-    out = []
-    for name in sorted(set(TOPIC_CONFIG_DEFAULTS) | set(configs)):
-        value = configs.get(name, ctx.state.config.topic_config_default(name))
-        out.append({"name": name, "value": value, "read_only": False, "is_sensitive": False,
-                    "config_source": DYNAMIC_TOPIC_CONFIG if name in configs else DEFAULT_CONFIG})
-    return out
+    layers = ctx.state.configs
+    return [{"name": e.name, "value": e.value, "read_only": False, "is_sensitive": False, "config_source": e.source}
+            for e in (layers.topic_entry(n, configs) for n in sorted(set(TOPIC_CONFIGS) | set(configs)))]
 
 
 HANDLER = Handler(19, 0, 7, handle)

@@ -59,6 +59,7 @@ class Store:
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
         self.max_producer_id = -1
+        self.broker_configs: dict[str, dict[str, str]] = {}     # dynamic broker configs by scope ("" = cluster)
         if data_dir is not None:
             os.makedirs(data_dir, exist_ok=True)
             self._recover()
@@ -96,8 +97,23 @@ class Store:
             p.log.close()
             if p.directory is not None:
                 shutil.rmtree(p.directory, ignore_errors=True)
+        self._drop_committed(name)       # as Kafka drops a deleted topic's committed offsets
+        if self.data_dir is not None:
+            with open(os.path.join(self.data_dir, "committed-offsets.jsonl"), "a") as f:
+                f.write(json.dumps([None, name]) + "\n")       # a tombstone: the topic's offsets are gone
         self._save_topics()
         return topic
+
+    def _drop_committed(self, topic: str) -> None:
+        for kept in self.committed.values():
+            for key in [k for k in kept if k[0] == topic]:
+                del kept[key]
+
+    def set_broker_configs(self, scope: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic broker configs of ``scope`` (a node id, or "" for the cluster default)."""
+        self.broker_configs[scope] = dict(configs)
+        if self.data_dir is not None:
+            _write_atomic(os.path.join(self.data_dir, "broker-configs.json"), json.dumps(self.broker_configs, indent=1))
 
     def _grow(self, topic: Topic, total: int) -> None:
         for index in range(len(topic.partitions), total):
@@ -150,13 +166,21 @@ class Store:
                 self.topics[name] = topic
                 self.by_id[topic.topic_id] = topic
                 self._grow(topic, info["partitions"])
+        dynamic = os.path.join(self.data_dir, "broker-configs.json")
+        if os.path.exists(dynamic):
+            with open(dynamic) as f:
+                self.broker_configs = json.load(f)
         offsets = os.path.join(self.data_dir, "committed-offsets.jsonl")
         if os.path.exists(offsets):
             with open(offsets) as f:
                 for line in f:
                     try:
-                        group, topic, partition, offset, epoch, metadata = json.loads(line)
-                    except ValueError:
+                        entry = json.loads(line)
+                        if entry[0] is None:            # a deleted topic's tombstone
+                            self._drop_committed(entry[1])
+                            continue
+                        group, topic, partition, offset, epoch, metadata = entry
+                    except (ValueError, IndexError, TypeError):
                         continue        # a torn last line
                     self.committed.setdefault(group, {})[(topic, partition)] = Committed(offset, epoch, metadata)
 

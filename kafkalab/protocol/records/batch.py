@@ -60,15 +60,17 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     head = HEADER.unpack_from(buf, pos)
     (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, count) = head
     diags: list[str] = []
-    computed = crc32c.crc32c(buf[pos + CRC_START:end])
+    computed = crc32c.crc32c(memoryview(buf)[pos + CRC_START:end])
     if computed != crc:
         diags.append(f"CRC mismatch: expected 0x{crc:08x}, computed 0x{computed:08x}")
+    codec_id = attrs & CODEC_MASK
+    if tr is None and (codec_id != Codec.NONE or 0 <= count * MIN_RECORD_SIZE <= end - pos - HEADER_SIZE):
+        return _lazy_batch(head, computed, raw, max_inflated, diags)
     if tr is not None:
         p = pos
         for (name, wire_type, size), value in zip(HEADER_FIELDS, head):
             tr.leaf(name, wire_type, p, p + size, value, list(diags) if name == "crc" else None)
             p += size
-    codec_id = attrs & CODEC_MASK
     log_append = bool(attrs & TIMESTAMP_TYPE_BIT)
     control = bool(attrs & CONTROL_BIT)
     records: list[Record] = []
@@ -86,6 +88,36 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     if tr is not None:
         tr.node.diagnostics.extend(d for d in diags if not d.startswith("CRC"))
     return with_raw(batch, raw)
+
+
+def _lazy_batch(head: tuple, computed: int, raw: bytes, max_inflated: int, diags: list[str]) -> RecordBatch:
+    """The batch with its header checked and its records left undecoded until first accessed: most readers
+    of a capture want counts, offsets and CRCs, not every record (see ``RecordBatch.__getattr__``)."""
+    (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, count) = head
+    log_append = bool(attrs & TIMESTAMP_TYPE_BIT)
+    batch = RecordBatch(
+        base_offset, length, epoch, magic, crc, computed == crc, attrs, codec_name(attrs & CODEC_MASK),
+        TIMESTAMP_TYPES[log_append], bool(attrs & TRANSACTIONAL_BIT), bool(attrs & CONTROL_BIT),
+        bool(attrs & DELETE_HORIZON_BIT), last_delta, base_ts, max_ts, pid, pepoch, bseq, count)
+    object.__delattr__(batch, "records")
+    object.__delattr__(batch, "diagnostics")
+    object.__setattr__(batch, "raw", raw)
+    object.__setattr__(batch, "_lazy", (_decode_later, max_inflated, tuple(diags)))
+    return batch
+
+
+def _decode_later(batch: RecordBatch, max_inflated: int, eager: tuple[str, ...]):
+    """(records, diagnostics) of a lazily decoded batch: exactly what :func:`decode` would have produced."""
+    raw = batch.raw
+    attrs = batch.attributes
+    diags = list(eager)
+    records: list[Record] = []
+    rbuf, rpos, rend, _ = _records_region(raw, 0, len(raw), attrs & CODEC_MASK, max_inflated, None, diags)
+    if rbuf is not None:
+        ctx = (batch.base_offset, batch.base_timestamp, batch.max_timestamp, bool(attrs & TIMESTAMP_TYPE_BIT),
+               bool(attrs & CONTROL_BIT))
+        _decode_records(rbuf, rpos, rend, batch.record_count, ctx, records, diags, None, "")
+    return tuple(records), tuple(diags)
 
 
 def _records_region(buf, pos, end, codec_id, max_inflated, tr, diags):

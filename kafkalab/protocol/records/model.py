@@ -106,6 +106,26 @@ class RecordBatch:
     partial: bool = False
     diagnostics: tuple[str, ...] = ()
     raw: bytes | None = field(default=None, init=False, repr=False, compare=False)
+    #: decoders only: how to decode ``records`` (and the rest of ``diagnostics``) on first access
+    _lazy: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __getattr__(self, name: str):
+        # Reached only when a slot is unset: a lazily decoded batch leaves ``records`` and ``diagnostics``
+        # empty until first asked for (the header, record count and CRC check are done eagerly).
+        if name in _LAZY_FIELDS:
+            lazy = object.__getattribute__(self, "_lazy")
+            if lazy is not None:
+                records, diagnostics = lazy[0](self, *lazy[1:])
+                object.__setattr__(self, "records", records)
+                object.__setattr__(self, "diagnostics", diagnostics)
+                object.__setattr__(self, "_lazy", None)
+                return records if name == "records" else diagnostics
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def decoded(self) -> bool:
+        """False while the records of a lazily decoded batch have not been read yet."""
+        return object.__getattribute__(self, "_lazy") is None
 
     @property
     def last_offset(self) -> int:
@@ -143,6 +163,7 @@ class RecordBatch:
         return head + ")"
 
 
+_LAZY_FIELDS = ("records", "diagnostics")
 _BATCH_SCALARS = ("base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "crc_ok",
                   "attributes", "codec", "timestamp_type", "transactional", "control", "delete_horizon",
                   "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",

@@ -1,0 +1,138 @@
+"""Synthetic captures for the capture benchmark: bulk produce, chatty small frames, a long mixed stream.
+
+Every byte on the wire comes from kafkalab's encoder and :class:`~kafkalab.pcap.TcpPcapWriter`, so the files
+are valid for both kafkalab and tshark. Versions are ones Debian's tshark 4.0 dissects fully (so both tools
+do the same work): Produce v7, Fetch v11, Heartbeat v3, OffsetCommit v7, Metadata v8, ListOffsets v5.
+Deterministic for a given size: the same arguments write the same bytes.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from kafkalab.pcap import TcpPcapWriter
+from kafkalab.protocol import encode_request, encode_response
+from kafkalab.protocol.records import build_batch, encode_records
+
+START = 1_700_000_000.0
+SERVER = ("10.1.0.1", 9092)
+
+
+def _client(index: int) -> tuple[str, int]:
+    return (f"10.2.{index // 200}.{index % 200 + 1}", 40000 + index)
+
+
+def _batches(rng: random.Random, count: int, records: int, value_size: int, codec: str) -> list[bytes]:
+    """``count`` distinct encoded v2 batches to draw from (building them is the slow part of generation)."""
+    out = []
+    for b in range(count):
+        values = [(b"key-%d-%d" % (b, i), rng.randbytes(value_size // 2).hex().encode()[:value_size],
+                   [("trace", b"%08x" % rng.getrandbits(32))], 1_700_000_000_000 + i) for i in range(records)]
+        out.append(encode_records([build_batch(values, codec=codec, producer_id=7, producer_epoch=0,
+                                               base_sequence=b * records)]))
+    return out
+
+
+def write_bulk(path: str | Path, target_bytes: int = 100 << 20, *, connections: int = 4, partitions: int = 4,
+               records: int = 25, value_size: int = 1000, codec: str = "none") -> dict:
+    """Produce v7 requests of ``partitions`` x ``records`` x ``value_size`` bytes (about 100 KB each), each
+    answered, round-robin over ``connections`` producers; until the file holds ``target_bytes``."""
+    rng = random.Random(1)
+    pool = _batches(rng, 16, records, value_size, codec)
+    frames = requests = 0
+    ts = START
+    written = 24
+    with TcpPcapWriter(path) as writer:
+        conns = [writer.open_connection(_client(i), SERVER, ts) for i in range(connections)]
+        correlation = [0] * connections
+        offsets = [0] * partitions
+        while written < target_bytes:
+            c = requests % connections
+            correlation[c] += 1
+            topic = f"bulk-{c}"
+            body = {"transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
+                {"name": topic, "partition_data": [
+                    {"index": p, "records": pool[(requests * partitions + p) % len(pool)]}
+                    for p in range(partitions)]}]}
+            raw = encode_request("Produce", 7, body, correlation_id=correlation[c], client_id=f"producer-{c}")
+            ts += 0.0005
+            writer.send(conns[c], True, raw, ts)
+            answer = {"responses": [{"name": topic, "partition_responses": [
+                {"index": p, "error_code": 0, "base_offset": offsets[p], "log_append_time_ms": -1,
+                 "log_start_offset": 0} for p in range(partitions)]}], "throttle_time_ms": 0}
+            for p in range(partitions):
+                offsets[p] += records
+            reply = encode_response("Produce", 7, answer, correlation_id=correlation[c])
+            ts += 0.0005
+            writer.send(conns[c], False, reply, ts)
+            requests += 1
+            frames += 2
+            written += len(raw) + len(reply) + 2 * 70 * (1 + len(raw) // writer.mss)
+        for conn in conns:
+            writer.close(conn, ts)
+    return {"frames": frames, "requests": requests}
+
+
+def _chatty_pair(rng: random.Random, kind: int, correlation: int, client: str):
+    """(api, version, request body, response body) for one small exchange."""
+    topic = f"events-{rng.randrange(8)}"
+    partition = rng.randrange(6)
+    if kind < 50:
+        return ("Fetch", 11, {
+            "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "topics": [{"topic": topic, "partitions": [
+                {"partition": partition, "current_leader_epoch": 0, "fetch_offset": correlation,
+                 "log_start_offset": -1, "partition_max_bytes": 1048576}]}],
+            "forgotten_topics_data": [], "rack_id": ""},
+            {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [{"topic": topic, "partitions": [
+                {"partition_index": partition, "error_code": 0, "high_watermark": correlation,
+                 "last_stable_offset": correlation, "log_start_offset": 0, "aborted_transactions": [],
+                 "preferred_read_replica": -1, "records": b""}]}]})
+    if kind < 75:
+        return ("Heartbeat", 3, {"group_id": "group-1", "generation_id": 4, "member_id": f"{client}-member",
+                                 "group_instance_id": None},
+                {"throttle_time_ms": 0, "error_code": 27 if correlation % 97 == 0 else 0})
+    if kind < 90:
+        return ("OffsetCommit", 7, {"group_id": "group-1", "generation_id_or_member_epoch": 4,
+                                    "member_id": f"{client}-member", "group_instance_id": None, "topics": [
+                    {"name": topic, "partitions": [{"partition_index": partition, "committed_offset": correlation,
+                                                    "committed_leader_epoch": 0, "committed_metadata": ""}]}]},
+                {"throttle_time_ms": 0, "topics": [{"name": topic, "partitions": [
+                    {"partition_index": partition, "error_code": 0}]}]})
+    return ("Metadata", 8, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                            "include_cluster_authorized_operations": False,
+                            "include_topic_authorized_operations": False},
+            {"throttle_time_ms": 0, "brokers": [{"node_id": 1, "host": "broker-1", "port": 9092, "rack": None}],
+             "cluster_id": "lab-cluster", "controller_id": 1, "topics": [
+                 {"error_code": 0, "name": topic, "is_internal": False, "partitions": [
+                     {"error_code": 0, "partition_index": p, "leader_id": 1, "leader_epoch": 0,
+                      "replica_nodes": [1], "isr_nodes": [1], "offline_replicas": []} for p in range(3)],
+                  "topic_authorized_operations": -2147483648}], "cluster_authorized_operations": -2147483648})
+
+
+def write_chatty(path: str | Path, frames: int = 200_000, *, connections: int = 50) -> dict:
+    """Small requests and responses (empty Fetch, Heartbeat, OffsetCommit, Metadata), each in its own TCP
+    segment, interleaved over ``connections`` consumers."""
+    rng = random.Random(2)
+    cache: dict[tuple, tuple[bytes, bytes]] = {}
+    ts = START
+    count = 0
+    with TcpPcapWriter(path) as writer:
+        conns = [writer.open_connection(_client(i), SERVER, ts) for i in range(connections)]
+        correlation = [0] * connections
+        while count < frames:
+            c = rng.randrange(connections)
+            correlation[c] += 1
+            kind = rng.randrange(100)
+            api, version, request, response = _chatty_pair(rng, kind, correlation[c] % 64, f"consumer-{c}")
+            raw = encode_request(api, version, request, correlation_id=correlation[c], client_id=f"consumer-{c}")
+            reply = encode_response(api, version, response, correlation_id=correlation[c])
+            ts += 0.00002
+            writer.send(conns[c], True, raw, ts)
+            ts += 0.00002 + rng.random() * 0.0001
+            writer.send(conns[c], False, reply, ts)
+            count += 2
+        for conn in conns:
+            writer.close(conn, ts)
+    del cache
+    return {"frames": count}

@@ -1,0 +1,95 @@
+"""Config resources shared by DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and CreateTopics.
+
+Owns: naming a resource (a topic; a broker by node id; "" for the cluster-wide broker default) with Kafka's
+errors, validating a proposed set of dynamic configs, applying it, and turning resolved entries into
+DescribeConfigs items. Not a handler module (it has no ``HANDLER``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..config import topic_name_problem
+from ..configs import BROKER_CONFIGS, BROKER_RESOURCE, DEFAULT_CONFIG, TOPIC_CONFIGS, TOPIC_RESOURCE, Entry
+
+NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_CONFIG, INVALID_REQUEST = 0, 3, 17, 40, 42
+
+
+class Resource(NamedTuple):
+    kind: str            # "topic", "broker" (this node) or "cluster" (the dynamic default, resource name "")
+    target: object       # the Topic, or the dynamic-config scope ("1" or "")
+
+
+class Problem(Exception):
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code, self.message = error_code, message
+
+
+def resolve(ctx, resource_type: int, name: str) -> Resource:
+    if resource_type == TOPIC_RESOURCE:
+        problem = topic_name_problem(name)
+        if problem:
+            raise Problem(INVALID_TOPIC_EXCEPTION, problem)
+        topic = ctx.state.store.topic(name)
+        if topic is None:
+            raise Problem(UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+        return Resource("topic", topic)
+    if resource_type == BROKER_RESOURCE:
+        if not name:
+            return Resource("cluster", "")
+        if not name.lstrip("-").isdigit():
+            raise Problem(INVALID_REQUEST, f"Broker id must be an integer, not {name!r}.")
+        if int(name) != ctx.state.node_id:
+            raise Problem(INVALID_REQUEST, f"Unexpected broker id, expected {ctx.state.node_id} or an empty "
+                                           f"string, but received {name}.")
+        return Resource("broker", str(ctx.state.node_id))
+    raise Problem(INVALID_REQUEST, f"Unsupported resource type {resource_type}.")
+
+
+def dynamic_configs(ctx, resource: Resource) -> dict[str, str]:
+    if resource.kind == "topic":
+        return dict(resource.target.configs)
+    return dict(ctx.state.configs.dynamic.get(resource.target, {}))
+
+
+def check(resource: Resource, configs: dict[str, str]) -> None:
+    """Raise :class:`Problem` (INVALID_CONFIG) for an unknown, read-only or invalid config."""
+    catalogue = TOPIC_CONFIGS if resource.kind == "topic" else BROKER_CONFIGS
+    for name, value in configs.items():
+        definition = catalogue.get(name)
+        if definition is None:
+            raise Problem(INVALID_CONFIG, f"Unknown {resource.kind if resource.kind == 'topic' else 'broker'} "
+                                          f"config name: {name}")
+        if resource.kind != "topic" and not definition.dynamic:
+            raise Problem(INVALID_CONFIG, f"Cannot update {name} dynamically (it is a static broker config).")
+        problem = definition.problem(value)
+        if problem:
+            raise Problem(INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {problem}")
+
+
+def apply(ctx, resource: Resource, configs: dict[str, str]) -> None:
+    if resource.kind == "topic":
+        ctx.state.set_topic_configs(resource.target, configs)
+    else:
+        ctx.state.set_broker_configs(resource.target, configs)
+
+
+def entries(ctx, resource: Resource) -> list[tuple[Entry, bool]]:
+    """(entry, read_only) for every config of the resource, sorted by name."""
+    layers = ctx.state.configs
+    if resource.kind == "topic":
+        names = sorted(set(TOPIC_CONFIGS) | set(resource.target.configs))
+        return [(layers.topic_entry(n, resource.target.configs), False) for n in names]
+    if resource.kind == "cluster":
+        return [(e, False) for e in layers.default_entries()]
+    return [(layers.broker_entry(n), not BROKER_CONFIGS[n].dynamic) for n in sorted(BROKER_CONFIGS)]
+
+
+def describe_item(entry: Entry, read_only: bool, synonyms: bool, documentation: bool) -> dict:
+    """One DescribeConfigs config; v0 gets ``is_default``, v1+ ``config_source`` and synonyms, v3+ the type and
+    (when asked) documentation. The codec's version fitting drops what a version lacks."""
+    return {"name": entry.name, "value": entry.value, "read_only": read_only, "config_source": entry.source,
+            "is_default": entry.source == DEFAULT_CONFIG, "is_sensitive": False,
+            "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in entry.synonyms] if synonyms else [],
+            "config_type": entry.definition.type,
+            "documentation": (entry.definition.doc or None) if documentation else None}

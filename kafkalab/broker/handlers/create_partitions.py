@@ -1,0 +1,58 @@
+"""CreatePartitions (37), v0-v3: grow a topic to ``count`` partitions.
+
+Per topic: INVALID_REQUEST when named twice, UNKNOWN_TOPIC_OR_PARTITION when missing, INVALID_PARTITIONS when
+the count does not grow the topic, INVALID_REPLICA_ASSIGNMENT when explicit assignments do not give exactly one
+list per new partition, each naming this broker (the only one) once. ``validate_only`` checks without creating.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from .base import Handler
+
+NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS = 0, 3, 37
+INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST = 39, 42
+
+
+def handle(ctx, body: dict) -> dict:
+    topics = body.get("topics", ())
+    counts = Counter(t["name"] for t in topics)
+    validate_only = body.get("validate_only", False)
+    results, answered = [], set()
+    for t in topics:
+        if t["name"] in answered:
+            continue
+        answered.add(t["name"])
+        if counts[t["name"]] > 1:
+            error = (INVALID_REQUEST, f"Topic {t['name']} appears more than once in the request.")
+        else:
+            error = _grow(ctx, t, validate_only)
+        code, message = error or (NONE, None)
+        results.append({"name": t["name"], "error_code": code, "error_message": message})
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _grow(ctx, t: dict, validate_only: bool) -> tuple[int, str] | None:
+    topic = ctx.state.store.topic(t["name"])
+    if topic is None:
+        return UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t['name']}' does not exist."
+    current, wanted = len(topic.partitions), t["count"]
+    if wanted < current:
+        return INVALID_PARTITIONS, f"Topic currently has {current} partitions, which is higher than the requested {wanted}."
+    if wanted == current:
+        return INVALID_PARTITIONS, f"Topic already has {current} partitions."
+    assignments = t.get("assignments")
+    if assignments is not None:
+        if len(assignments) != wanted - current:
+            return INVALID_REPLICA_ASSIGNMENT, (f"{len(assignments)} assignments given for {wanted - current} new "
+                                                "partitions.")
+        for a in assignments:
+            if a.get("broker_ids") != [ctx.state.node_id]:
+                return INVALID_REPLICA_ASSIGNMENT, (f"Assignment {a.get('broker_ids')} is not possible: the only "
+                                                    f"broker is {ctx.state.node_id}.")
+    if not validate_only:
+        ctx.state.add_partitions(topic, wanted)
+    return None
+
+
+HANDLER = Handler(37, 0, 3, handle)

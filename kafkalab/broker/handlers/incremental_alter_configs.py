@@ -1,0 +1,86 @@
+"""IncrementalAlterConfigs (44), v0-v1 (KIP-339): change named configs, leave the others alone.
+
+Operations: SET (0), DELETE (1: back to the inherited value), APPEND (2) and SUBTRACT (3), the last two only
+for LIST configs (``cleanup.policy``), else INVALID_CONFIG. An unknown operation, a config named twice in a
+resource, a resource named twice or a null SET/APPEND value is INVALID_REQUEST; the outcome is validated as a
+whole (INVALID_CONFIG leaves the resource untouched). Changes take effect at once (``message.timestamp.type``
+on the next produce, ``segment.bytes`` on the next segment roll). ``validate_only`` checks without applying.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..configs import BROKER_CONFIGS, LIST, TOPIC_CONFIGS
+from .base import Handler
+from .config_resources import INVALID_CONFIG, INVALID_REQUEST, Problem, apply, check, dynamic_configs, resolve
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def handle(ctx, body: dict) -> dict:
+    resources = body.get("resources", ())
+    seen = Counter((r["resource_type"], r["resource_name"]) for r in resources)
+    validate_only = body.get("validate_only", False)
+    return {"throttle_time_ms": 0,
+            "responses": [_alter(ctx, r, seen[(r["resource_type"], r["resource_name"])] > 1, validate_only)
+                          for r in resources]}
+
+
+def _alter(ctx, r: dict, duplicated: bool, validate_only: bool) -> dict:
+    answer = {"resource_type": r["resource_type"], "resource_name": r["resource_name"], "error_code": 0,
+              "error_message": None}
+    try:
+        if duplicated:
+            raise Problem(INVALID_REQUEST, "A resource may appear only once in a request.")
+        names = Counter(c["name"] for c in r.get("configs", ()))
+        if any(n > 1 for n in names.values()):
+            raise Problem(INVALID_REQUEST, f"Config {next(k for k, n in names.items() if n > 1)} appears more than "
+                                           "once for one resource.")
+        resource = resolve(ctx, r["resource_type"], r["resource_name"])
+        configs = dynamic_configs(ctx, resource)
+        for c in r.get("configs", ()):
+            _operate(ctx, resource, configs, c)
+        check(resource, configs)
+        if not validate_only:
+            apply(ctx, resource, configs)
+    except Problem as p:
+        answer.update(error_code=p.error_code, error_message=p.message)
+    return answer
+
+
+def _operate(ctx, resource, configs: dict[str, str], c: dict) -> None:
+    name, op, value = c["name"], c["config_operation"], c.get("value")
+    if op == DELETE:
+        configs.pop(name, None)
+        return
+    if op not in (SET, APPEND, SUBTRACT):
+        raise Problem(INVALID_REQUEST, f"Unknown config operation {op} for {name}.")
+    if value is None and op != SUBTRACT:
+        raise Problem(INVALID_REQUEST, f"Null value not supported for {name}.")
+    if op == SET:
+        configs[name] = value
+        return
+    definition = (TOPIC_CONFIGS if resource.kind == "topic" else BROKER_CONFIGS).get(name)
+    if definition is None or definition.type != LIST:
+        raise Problem(INVALID_CONFIG, f"Config value append/subtract is not allowed for config key: {name}")
+    current = configs.get(name)
+    if current is None:
+        current = _inherited(ctx, resource, name)
+    items = [i.strip() for i in (current or "").split(",") if i.strip()]
+    change = [i.strip() for i in (value or "").split(",") if i.strip()]
+    if op == APPEND:
+        items += [i for i in change if i not in items]
+    else:
+        items = [i for i in items if i not in change]
+    configs[name] = ",".join(items)
+
+
+def _inherited(ctx, resource, name: str) -> str | None:
+    """APPEND and SUBTRACT start from the value in effect, as Kafka does."""
+    layers = ctx.state.configs
+    if resource.kind == "topic":
+        return layers.topic_entry(name, {}).value
+    return layers.broker_entry(name).value
+
+
+HANDLER = Handler(44, 0, 1, handle)

@@ -1,0 +1,218 @@
+"""The explorer's Python half, free of widget libraries: sources, the frame list, views and selection.
+
+What it owns: turning whatever the user passes to ``explore()`` (a Frame, a list of Frames, a Capture with
+``cap[n]``, a Broker or Journal with ``.frame(n)``) into a frames table plus a lookup; filtering that table
+into the rows the frame list shows; flattening one frame's field tree into the JSON-able *view* the browser
+draws (nodes with their byte spans, one entry per coordinate space: the frame, then each inflated buffer);
+resolving a path or a clicked byte to a node. What it must not know: traitlets, anywidget, the DOM.
+
+Theory: every node of a view carries ``b``, the index of the buffer its ``s``/``e`` offsets refer to (0 for
+the frame). A node with ``x >= 0`` opens buffer ``x`` (inflated record data): its own span is in the parent's
+space, its children's spans in buffer ``x``. A clicked byte resolves like :meth:`FieldNode.deepest_at`: the
+deepest node of that buffer covering it, never descending into another buffer.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any, Callable, Iterable
+
+from kafkalab.dissect.frame import Frame, frames_table
+from kafkalab.protocol.tree import FieldNode
+
+from .html import node_label, node_span
+
+LIST_COLUMNS = ["frame", "time", "stream", "src", "dst", "kind", "api_name", "api_version", "correlation_id",
+                "size", "latency_ms", "error", "summary"]
+FILTER_COLUMNS = ("summary", "api_name", "error", "client_id", "src", "dst")
+
+
+class FrameSource:
+    """Uniform access to the frames of a Frame, a list of Frames or an object with a ``frames`` table and
+    ``frame(n)`` or ``[n]`` lookup (Capture, Broker, Journal)."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self._list: list[Frame] | None = None
+        if isinstance(source, Frame):
+            self._list = [source]
+        elif isinstance(source, (list, tuple)):
+            self._list = list(source)
+        elif not hasattr(source, "frames"):
+            raise TypeError(f"explore() takes a Frame, a list of Frames or an object with a frames table and "
+                            f"frame lookup (a Capture, a Broker), not {type(source).__name__}")
+
+    def frame_list(self) -> list[Frame] | None:
+        """The Frame objects when the source is (or lists) them cheaply, else None."""
+        if self._list is not None:
+            return self._list
+        frames = self.source.frames
+        frames = frames() if callable(frames) else frames
+        return list(frames) if isinstance(frames, (list, tuple)) else None
+
+    def table(self):
+        frames = self.frame_list()
+        if frames is not None:
+            return frames_table(frames)
+        frames = self.source.frames
+        return frames() if callable(frames) else frames
+
+    def frame(self, number: int) -> Frame:
+        if self._list is not None:
+            for frame in self._list:
+                if frame.frame == number:
+                    return frame
+            raise KeyError(f"no frame {number}")
+        lookup = getattr(self.source, "frame", None)
+        return lookup(number) if callable(lookup) else self.source[number]
+
+    def new_frames(self, after: int) -> list[Frame]:
+        """Frames numbered above ``after`` (for live following)."""
+        if isinstance(self.source, list):          # a list the caller keeps appending to
+            frames: list[Frame] | None = list(self.source)
+        else:
+            frames = self._list if self._list is not None else self.frame_list()
+        if frames is not None:
+            return [f for f in frames if f.frame > after]
+        table = self.table()
+        return [self.frame(int(n)) for n in table["frame"] if int(n) > after]
+
+
+# ---------------------------------------------------------------- the frame list
+
+def row_dict(row: dict[str, Any], columns: Iterable[str]) -> dict[str, Any]:
+    """One frames-table row as JSON-able values (times as HH:MM:SS.ffffff, missing values as None)."""
+    out: dict[str, Any] = {}
+    for name in columns:
+        value = row.get(name)
+        if hasattr(value, "strftime"):
+            value = value.strftime("%H:%M:%S.%f")
+        elif isinstance(value, (list, tuple)):
+            value = ", ".join(map(str, value))
+        elif value is None or (isinstance(value, float) and math.isnan(value)) or _is_na(value):
+            value = None
+        elif hasattr(value, "item"):
+            value = value.item()
+        out[name] = value
+    return out
+
+
+def _is_na(value: Any) -> bool:
+    try:
+        import pandas as pd
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def filter_table(table, text: str):
+    """Rows whose summary, api_name, error, client_id or endpoints contain ``text`` (case-insensitive); a
+    number also matches the frame number."""
+    text = text.strip()
+    if not text or table.empty:
+        return table
+    mask = None
+    for name in FILTER_COLUMNS:
+        if name in table.columns:
+            hit = table[name].astype("string").str.contains(text, case=False, regex=False).fillna(False)
+            mask = hit if mask is None else (mask | hit)
+    if text.isdigit() and "frame" in table.columns:
+        mask = mask | (table["frame"] == int(text))
+    return table[mask.astype(bool)]
+
+
+# ---------------------------------------------------------------- one frame's view
+
+def frame_view(frame: Frame) -> dict[str, Any]:
+    """The JSON-able view of one frame: buffers (label, bytes) and the flattened tree."""
+    buffers: list[dict[str, Any]] = [{"label": f"Frame {frame.frame} ({len(frame.raw)} bytes)",
+                                      "data": bytes(frame.raw)}]
+    nodes: list[dict[str, Any]] = []
+    tree = frame.tree
+    if tree is not None:
+        _flatten(tree, 0, 0, -1, nodes, buffers)
+    return {"frame": int(frame.frame), "title": frame.summary, "diagnostics": list(frame.diagnostics),
+            "buffers": buffers, "nodes": nodes}
+
+
+def _flatten(node: FieldNode, buffer: int, depth: int, parent: int, nodes: list, buffers: list) -> int:
+    index = len(nodes)
+    entry = {"p": node.path, "l": node_label(node), "w": node_span(node), "s": node.start, "e": node.end,
+             "b": buffer, "x": -1, "depth": depth, "parent": parent, "d": list(node.diagnostics), "c": []}
+    nodes.append(entry)
+    inner = buffer
+    if node.buffer is not None:
+        inner = entry["x"] = len(buffers)
+        short = next((part for part in reversed(node.path.split(".")) if "[" in part), node.name)
+        buffers.append({"label": f"Inflated {short} ({len(node.buffer)} bytes)", "path": node.path,
+                        "data": bytes(node.buffer)})
+    for child in node.children:
+        entry["c"].append(_flatten(child, inner, depth + 1, index, nodes, buffers))
+    return index
+
+
+def find_node(view: dict[str, Any], path: str) -> int:
+    """Index of the first node (depth-first) whose path is ``path``; -1 when there is none."""
+    for i, node in enumerate(view["nodes"]):
+        if node["p"] == path:
+            return i
+    return -1
+
+
+def node_at(view: dict[str, Any], buffer: int, offset: int) -> int:
+    """Index of the deepest node of ``buffer`` covering ``offset``, never entering a node that opens another
+    buffer (as :meth:`FieldNode.deepest_at` does); -1 when none covers it."""
+    nodes = view["nodes"]
+    if not nodes:
+        return -1
+    roots = [0] if buffer == 0 else next((n["c"] for n in nodes if n["x"] == buffer), [])
+    best = -1
+    candidates = roots
+    while True:
+        hit = next((i for i in candidates if nodes[i]["x"] < 0 and nodes[i]["s"] <= offset < nodes[i]["e"]), -1)
+        if hit < 0:
+            return best
+        best, candidates = hit, nodes[hit]["c"]
+
+
+def node_range(view: dict[str, Any], index: int) -> tuple[int, int, int]:
+    """(buffer, start, end) of node ``index``."""
+    node = view["nodes"][index]
+    return node["b"], node["s"], node["e"]
+
+
+# ---------------------------------------------------------------- live following
+
+class Follower:
+    """Polls a source every ``interval`` seconds on a daemon thread and hands new frames to ``deliver``."""
+
+    def __init__(self, source: FrameSource, deliver: Callable[[list[Frame]], None], after: Callable[[], int],
+                 interval: float = 1.0) -> None:
+        self.source, self.deliver, self.after, self.interval = source, deliver, after, interval
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kafkalab-explorer-follow", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.poll()
+
+    def poll(self) -> int:
+        """Fetch and deliver what is new now; returns how many frames arrived."""
+        try:
+            frames = self.source.new_frames(self.after())
+        except Exception as exc:  # a source mid-shutdown must not kill the notebook's thread silently
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            return 0
+        if frames:
+            self.deliver(frames)
+        return len(frames)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=max(1.0, 2 * self.interval))

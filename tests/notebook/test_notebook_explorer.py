@@ -1,0 +1,180 @@
+"""The Explorer's Python half without a browser: sources, filtering, selection both ways, inflated buffers,
+live appends and the static snapshot in its mimebundle."""
+from __future__ import annotations
+
+import pytest
+
+from kafkalab.dissect.frame import frames_table
+from kafkalab.notebook import model
+
+KEY_PATH = "topic_data[0].partition_data[0].records[0].records[0].key"
+
+
+def test_node_at_agrees_with_deepest_at_on_every_byte_of_every_golden_frame(golden_frames) -> None:
+    for frame in golden_frames:
+        view = model.frame_view(frame)
+        for offset in range(len(frame.raw)):
+            expected = frame.tree.deepest_at(offset)
+            index = model.node_at(view, 0, offset)
+            assert view["nodes"][index]["p"] == expected.path, (frame.frame, offset)
+            assert view["nodes"][index]["s"] == expected.start and view["nodes"][index]["e"] == expected.end
+
+
+def test_views_cover_inflated_buffers(golden_frames) -> None:
+    seen = 0
+    for frame in golden_frames:
+        view = model.frame_view(frame)
+        owners = [n for n in view["nodes"] if n["x"] >= 0]
+        assert len(view["buffers"]) == 1 + len(owners)
+        for owner in owners:
+            data = view["buffers"][owner["x"]]["data"]
+            seen += 1
+            for offset in range(len(data)):              # every inflated byte resolves inside its buffer
+                index = model.node_at(view, owner["x"], offset)
+                assert index >= 0 and view["nodes"][index]["b"] == owner["x"]
+                assert view["nodes"][index]["s"] <= offset < view["nodes"][index]["e"]
+    assert seen >= 10
+
+
+@pytest.fixture()
+def explorer(demo):
+    pytest.importorskip("anywidget")
+    from kafkalab.notebook import Explorer
+    return Explorer(demo)
+
+
+def test_select_path_gives_the_fields_byte_range(explorer, demo) -> None:
+    assert explorer.selected_frame == 1 and explorer.selected_path == ""
+    assert explorer.select("topic_data[0].name", frame=2) == (0, 36, 43)
+    assert demo[1].raw[37:43] == b"orders"                      # compact string: 1 length byte + 6
+    assert explorer.selected_node.value == "orders"
+    with pytest.raises(KeyError):
+        explorer.select("no.such.field")
+    assert explorer.selected_path == "topic_data[0].name"
+
+
+def test_byte_selects_the_deepest_field(explorer) -> None:
+    explorer.selected_frame = 2
+    assert explorer.select_byte(30) == "acks"
+    assert explorer.select_byte(9) == "header.correlation_id"
+    assert explorer.select_byte(120) == "topic_data[0].partition_data[0].records[0].deflated"
+    assert explorer.selected_range == (0, 111, 194)
+
+
+def test_inflated_buffer_selection(explorer, demo) -> None:
+    explorer.selected_frame = 2
+    assert [b["label"] for b in explorer.view["buffers"]] == [
+        "Frame 2 (197 bytes)", "Inflated records[0] (60 bytes)"]
+    assert explorer.select(KEY_PATH) == (1, 5, 12)
+    buffer, start, end = explorer.selected_range
+    assert explorer.view["buffers"][buffer]["data"][start:end] == b"order-1"
+    assert explorer.select_byte(50, buffer=1) == "topic_data[0].partition_data[0].records[0].records[1].value"
+    with pytest.raises(KeyError):
+        explorer.select_byte(60, buffer=1)
+
+
+def test_selected_path_is_kept_across_frames_that_have_it(explorer, golden_frames) -> None:
+    explorer.append(golden_frames[:4])          # numbers 1..4 clash with the demo's: only new numbers enter
+    assert explorer.row_total == 4
+    explorer.select("header.correlation_id", frame=1)
+    explorer.selected_frame = 2
+    assert explorer.selected_path == "header.correlation_id"
+    explorer.select("acks")
+    explorer.selected_frame = 3                   # a Metadata response has no acks
+    assert explorer.selected_path == ""
+
+
+def test_filter_rows_and_columns(explorer) -> None:
+    assert [r["frame"] for r in explorer.rows] == [1, 2, 3] and explorer.match_total == 3
+    explorer.filter_text = "produce"
+    assert [r["frame"] for r in explorer.rows] == [2] and explorer.match_total == 1
+    explorer.filter_text = "v12"
+    assert [r["frame"] for r in explorer.rows] == [3]
+    explorer.filter_text = "9092"
+    assert explorer.match_total == 3
+    explorer.filter_text = ""
+    row = explorer.rows[1]
+    assert row["summary"].startswith("Produce v9 request") and row["time"].endswith(".002000")
+    assert row["latency_ms"] is None and isinstance(row["size"], int)
+
+
+def test_append_and_follow_a_growing_source(demo) -> None:
+    pytest.importorskip("anywidget")
+    from kafkalab.notebook import explore
+
+    journal = demo[:1]
+    explorer = explore(journal)
+    handle = explorer.follow(journal, interval=60)      # long interval: the test drives poll() itself
+    assert explorer.following
+    journal.extend(demo[1:])
+    assert handle.poll() == 2 and handle.poll() == 0
+    assert [r["frame"] for r in explorer.rows] == [1, 2, 3]
+    explorer.unfollow()
+    assert not explorer.following and not handle.running
+
+
+class FakeCapture:
+    """A Capture's shape: a frames table and 1-based ``cap[n]``."""
+
+    def __init__(self, frames):
+        self.frame_list = frames
+
+    @property
+    def frames(self):
+        return frames_table(self.frame_list)
+
+    def __getitem__(self, number):
+        return self.frame_list[number - 1]
+
+
+class FakeBroker:
+    """A Broker's shape: a frames table and ``frame(n)``, frame numbers not starting at 1 (a ring)."""
+
+    def __init__(self, frames):
+        self.kept = frames
+
+    @property
+    def frames(self):
+        return frames_table(self.kept)
+
+    def frame(self, number):
+        return next(f for f in self.kept if f.frame == number)
+
+
+def test_capture_and_broker_shaped_sources(golden_frames) -> None:
+    pytest.importorskip("anywidget")
+    from kafkalab.notebook import explore
+
+    explorer = explore(FakeCapture(golden_frames[:6]))
+    explorer.selected_frame = 5
+    assert explorer.view["frame"] == 5 and explorer.frame(5) is golden_frames[4]
+    ring = golden_frames[10:20]
+    broker = FakeBroker(ring)
+    explorer = explore(broker)
+    assert explorer.selected_frame == 11 and explorer.row_total == 10
+    handle = explorer.follow(interval=60)
+    broker.kept = golden_frames[10:23]
+    assert handle.poll() == 3 and explorer.row_total == 13
+    explorer.unfollow()
+    with pytest.raises(TypeError):
+        explore(42)
+
+
+def test_mimebundle_carries_a_static_snapshot(explorer) -> None:
+    explorer.select("acks", frame=2)
+    data, _metadata = explorer._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    html = data["text/html"]
+    assert "<script" not in html and "<style" not in html
+    assert "Produce v9 request" in html and html.count("<mark") == 2     # hex and ASCII of acks
+    assert data["text/plain"].startswith("<kafkalab Explorer: 3 frames")
+
+
+def test_widget_assets_ship_in_the_package() -> None:
+    from pathlib import Path
+
+    import kafkalab.notebook as nb
+    static = Path(nb.__file__).parent / "static"
+    js = (static / "explorer.js").read_text()
+    assert "export default" in js and "http://" not in js and "https://" not in js and "import " not in js
+    assert (static / "explorer.css").read_text().strip()
