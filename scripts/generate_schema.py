@@ -146,9 +146,10 @@ KIO_TYPES = {"error_code": "int16", "timedelta_i32": "int32", "timedelta_i64": "
              "datetime_i64": "int64"}
 
 
-def materialise_kio_entity(cls, neighbour: list[dict] | None) -> list[dict]:
+def materialise_kio_entity(cls, neighbour: list[dict] | None, adopt_names: bool = True) -> list[dict]:
     """Field list of a kio dataclass; kio drops the Ms suffix of duration fields, so names are matched
-    against the neighbouring Kafka-defined version when there is one."""
+    against the neighbouring Kafka-defined version when there is one (whose entity types, ignorable flags
+    and null defaults are kept too: kio does not carry them)."""
     hints = typing.get_type_hints(cls)
     known = {f["name"]: f for f in neighbour or []}
     out = []
@@ -159,7 +160,10 @@ def materialise_kio_entity(cls, neighbour: list[dict] | None) -> list[dict]:
         if nullable:
             hint = next(a for a in typing.get_args(hint) if a is not type(None))
         name = f.name
-        if kafka_type in ("timedelta_i32", "timedelta_i64", "datetime_i64") or name not in known:
+        if not adopt_names:
+            if kafka_type in ("timedelta_i32", "timedelta_i64"):
+                name += "_ms"
+        elif kafka_type in ("timedelta_i32", "timedelta_i64", "datetime_i64") or name not in known:
             for candidate in (name + "_ms", name):
                 if candidate in known:
                     name = candidate
@@ -172,11 +176,13 @@ def materialise_kio_entity(cls, neighbour: list[dict] | None) -> list[dict]:
         if typing.get_origin(hint) is tuple:
             element = typing.get_args(hint)[0]
             item["type"] = "array"
+            if nullable and f.default is None:
+                item["default"] = None
             if kafka_type:
                 item["items"] = KIO_TYPES.get(kafka_type, kafka_type)
             else:
                 item["items"] = "struct"
-                item["fields"] = materialise_kio_entity(element, child_neighbour)
+                item["fields"] = materialise_kio_entity(element, child_neighbour, adopt_names)
         elif kafka_type:
             item["type"] = KIO_TYPES.get(kafka_type, kafka_type)
             default = f.default if f.default is not dataclasses.MISSING else None
@@ -185,12 +191,27 @@ def materialise_kio_entity(cls, neighbour: list[dict] | None) -> list[dict]:
                 item["default"] = None
         else:
             item["type"] = "struct"
-            item["fields"] = materialise_kio_entity(hint, child_neighbour)
+            item["fields"] = materialise_kio_entity(hint, child_neighbour, adopt_names)
         # kio models the all-zero UUID as None; Kafka's uuid type itself is never nullable
         item["nullable"] = nullable and item["type"] != "uuid"
         item["tag"] = f.metadata.get("tag")
+        twin = known.get(name)
+        if twin is not None and twin["type"] == item["type"]:
+            for key in ("entity", "ignorable"):
+                if key in twin:
+                    item[key] = twin[key]
+            if item["nullable"] and "default" in twin and twin["default"] is None:
+                item["default"] = None
+            if item.get("default") is None and twin.get("default") is not None and not item["nullable"]:
+                item["default"] = twin["default"]
         out.append(item)
     return out
+
+
+# APIs whose definitions in the 2024 snapshots are pre-release drafts (share groups, KIP-932; streams groups,
+# KIP-1071) or were renamed later (Vote's Candidate* fields became Replica* in Kafka 4.x): for these, the
+# versions kio carries (generated from a newer Kafka) replace the snapshots' versions.
+PREFER_KIO = {52, 76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89}
 
 
 def add_kio_versions(found: dict, reference: dict) -> None:
@@ -207,7 +228,7 @@ def add_kio_versions(found: dict, reference: dict) -> None:
         for kind in ("request", "response"):
             per_version = found.setdefault((api_key, kind), {})
             for version in range(info["min"], info["max"] + 1):
-                if version in per_version or not name:
+                if not name or (version in per_version and api_key not in PREFER_KIO):
                     continue
                 path = schema_name_map.get(name, {}).get(version, {})
                 entity_path = next((p for t, p in path.items() if t.name == kind), None)
@@ -217,8 +238,9 @@ def add_kio_versions(found: dict, reference: dict) -> None:
                 cls = getattr(importlib.import_module(module_name), cls_name)
                 nearest = min(per_version, key=lambda v: abs(v - version), default=None)
                 neighbour = per_version[nearest][1] if nearest is not None else None
+                adopt_names = api_key != 52   # Vote: kio's (Kafka 4.x) Replica* names for every version
                 per_version[version] = (bool(cls.__flexible__),
-                                        materialise_kio_entity(cls, neighbour), info["name"])
+                                        materialise_kio_entity(cls, neighbour, adopt_names), info["name"])
 
 
 # ---------------------------------------------------------------- folding versions into ranges
