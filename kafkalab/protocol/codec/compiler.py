@@ -33,6 +33,16 @@ _ARRAY_UNPACKERS = {code: [struct.Struct(f">{n}{code}").unpack_from for n in ran
                     for code in set(STRUCT_CODES.values()) if code != "16s"}
 
 
+def _int_array(buf, pos: int, code: str, width: int) -> tuple[list, int]:
+    """A compact array of fixed-width numbers starting at ``pos`` (its count included), any size."""
+    count, pos = read_uvarint(buf, pos)
+    count -= 1
+    if count < 0:
+        raise _Reject()
+    values = list(struct.unpack_from(f">{count}{code}", buf, pos))   # refuses counts the buffer cannot hold
+    return values, pos + count * width
+
+
 def _starts_with_compact_byte(slot: Slot) -> bool:
     """True when ``slot`` begins with a compact length (strings, bytes, arrays, records in flexible versions);
     a run of fixed-width slots (a list) never does."""
@@ -216,8 +226,31 @@ class _DecoderBuilder:
             em.emit(ind + 1, f"{out} = buf[pos:end]")
         em.emit(ind + 1, "pos = end")
 
+    def small_compact_int_array(self, slot: Slot, ind: int, out: str, prefetched: str | None) -> None:
+        """The hot case (replica lists, partition ids): a non-nullable compact array of fixed-width ints whose
+        one-byte count is small. One range test picks the fast path; anything else (a multi-byte count, a
+        large or negative count) goes to ``_int_array`` which handles or rejects it."""
+        em = self.em
+        n = em.var("n")
+        code, width = STRUCT_CODES[slot.item_wire_type], FIXED_WIDTH[slot.item_wire_type]
+        if prefetched:
+            em.emit(ind, f"{n} = {prefetched} - 1")
+        else:
+            em.emit(ind, f"{n} = buf[pos] - 1")
+            em.emit(ind, "pos += 1")
+        table = em.const(_ARRAY_UNPACKERS[code], "A")
+        em.emit(ind, f"if 0 <= {n} < {SMALL_ARRAY}:")
+        em.emit(ind + 1, f"{out} = [*{table}[{n}](buf, pos)]")
+        em.emit(ind + 1, f"pos += {n} * {width}")
+        em.emit(ind, "else:")
+        em.emit(ind + 1, f"{out}, pos = _int_array(buf, pos - 1, {code!r}, {width})")
+
     def array(self, slot: Slot, ind: int, out: str, prefetched: str | None = None) -> None:
         em = self.em
+        if (slot.compact and not slot.nullable and slot.layout is None
+                and slot.item_wire_type in STRUCT_CODES and slot.item_wire_type != "uuid"):
+            self.small_compact_int_array(slot, ind, out, prefetched)
+            return
         n = em.var("n")
         self.length(ind, n, slot.compact, "_i32", prefetched)
         if slot.nullable:
@@ -265,7 +298,7 @@ def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
 
 
 _RUNTIME = {
-    "_reject": _reject, "_uvarint": read_uvarint, "_wuvarint": write_uvarint, "_UUID": uuid.UUID,
+    "_reject": _reject, "_uvarint": read_uvarint, "_int_array": _int_array, "_wuvarint": write_uvarint, "_UUID": uuid.UUID,
     "_deepcopy": copy.deepcopy, "_unpack_from": struct.unpack_from, "_decode_tagged": decode_tagged,
     "_encode_tagged": encode_tagged, "_HOOKS": RECORDS_HOOKS, "_UNKNOWN": UNKNOWN_TAGS,
     "_i16": struct.Struct(">h").unpack_from, "_i32": struct.Struct(">i").unpack_from,
