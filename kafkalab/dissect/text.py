@@ -13,11 +13,23 @@ def describe_value(node: FieldNode) -> str:
     if isinstance(value, (bytes, bytearray)):
         text = value.hex()
         shown = text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "…"
-        return f"{shown} ({len(value)} bytes)"
+        printable = _printable(value)
+        return f"{shown} {printable} ({len(value)} bytes)" if printable else f"{shown} ({len(value)} bytes)"
     if node.name == "error_code" and isinstance(value, int):
         return f"{value} ({error_name(value)})" if value else "0"
     text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "…"
+
+
+def _printable(value: bytes) -> str | None:
+    """Short byte strings that are readable text are shown as text too, the way a hex pane's ASCII column is."""
+    if not value or len(value) > MAX_VALUE_CHARS:
+        return None
+    try:
+        text = bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return repr(text) if text.isprintable() else None
 
 
 def format_tree(root: FieldNode, *, offsets: bool = True) -> str:
