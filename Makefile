@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench schema clean
+.PHONY: demo test lab bench schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 -q
+
+# JupyterLab on the teaching notebooks (Ctrl-C stops it).
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
 
 bench: $(STAMP)
 	$(PY) bench/bench_codec.py

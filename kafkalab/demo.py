@@ -113,12 +113,13 @@ def summary_tables(capture):
 
 
 def run_demo(out: TextIO, workdir: str | Path | None = None) -> int:
-    import kafkalab
+    from kafkalab.broker import Broker
+    from kafkalab.capture import read_capture
 
     started = time.monotonic()
     folder = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kafkalab-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
-    with kafkalab.Broker() as broker:
+    with Broker() as broker:
         print(f"broker listening on {broker.bootstrap_servers}", file=out)
         read = confluent_traffic(broker.bootstrap_servers)
         acked = kafka_python_traffic(broker.bootstrap_servers)
@@ -126,7 +127,7 @@ def run_demo(out: TextIO, workdir: str | Path | None = None) -> int:
         written = broker.write_pcap(pcap)
     print(f"confluent-kafka read back {sum(read.values())} of {RECORDS_PER_CODEC * len(CODECS)} records; "
           f"kafka-python got {acked} acks", file=out)
-    capture = kafkalab.read_capture(pcap)
+    capture = read_capture(pcap)
     frames = capture.frames
     print(f"journal written as {pcap} ({pcap.stat().st_size:,} bytes, {written} frames); "
           f"decoded {len(frames)} frames on {frames['stream'].nunique()} connections", file=out)

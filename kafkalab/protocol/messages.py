@@ -18,7 +18,7 @@ from .codec.interpreter import Malformed, decode_struct, encode_struct
 from .errors import DecodeError, ProtocolError
 from .payloads import attach_payloads, detach_payloads
 from .schema.headers import API_VERSIONS, request_header_version, response_header_version
-from .schema.registry import api_name, message_spec, resolve_api_key
+from .schema.registry import api_name, api_spec, message_spec, resolve_api_key
 from .tree import FieldNode
 from .values import to_plain
 
@@ -152,9 +152,8 @@ def decode_request(frame: bytes, *, annotate: bool = False, records: str = "batc
             spec = message_spec(api_key, "request", api_version)
             header_version = request_header_version(api_key, api_version)
         except ProtocolError as exc:
-            header_version = 1
-            _decode_header(request, buf, root, "request", header_version)
-            raise DecodeError(str(exc), path="header.request_api_version", offset=6) from None
+            _decode_header(request, buf, root, "request", _future_header_version(api_key))
+            raise UndecodableBody(str(exc), path="header.request_api_version", offset=6) from None
         pos = _decode_header(request, buf, root, "request", header_version)
         if root is not None:
             root.name = f"{spec.name} v{api_version}"
@@ -182,12 +181,29 @@ def _decode_header(message: Message, buf: bytes, root: FieldNode | None, kind: s
     return pos
 
 
+class UndecodableBody(DecodeError):
+    """The header is fine but the schema has no layout for the body: an API key or version it does not know
+    (a newer peer, not necessarily a broken one)."""
+
+
+def _future_header_version(api_key: int) -> int:
+    """The request header a version newer than the schema uses: versions only become flexible, so a
+    version past a flexible newest one is flexible too (header v2); unknown APIs are read with header v1."""
+    try:
+        spec = message_spec(api_key, "request", api_spec(api_key).request.versions[1])
+    except ProtocolError:
+        return 1
+    return 2 if spec.flexible is not None else 1
+
+
 def _mark_undecodable(root: FieldNode, buf: bytes, exc: DecodeError, diagnostics: list[str]) -> None:
-    """The body cannot be decoded at all (unknown API or version): one malformed node covers the rest."""
+    """The body cannot be decoded at all: one node covers the rest, "malformed" for broken bytes, "unsupported"
+    for an API or version the schema does not know."""
     covered = max((leaf.end for leaf in root.leaves()), default=0)
-    root.add(FieldNode("_undecoded", "undecoded", "malformed", covered, len(buf), bytes(buf[covered:]),
-                       diagnostics=[f"malformed: {exc}"]))
-    diagnostics.append(f"malformed: {exc}")
+    label = "unsupported" if isinstance(exc, UndecodableBody) else "malformed"
+    root.add(FieldNode("_undecoded", "undecoded", label, covered, len(buf), bytes(buf[covered:]),
+                       diagnostics=[f"{label}: {exc}"]))
+    diagnostics.append(f"{label}: {exc}")
 
 
 def decode_response(frame: bytes, api_key: int | str, api_version: int, *, annotate: bool = False,
@@ -202,12 +218,15 @@ def decode_response(frame: bytes, api_key: int | str, api_version: int, *, annot
     try:
         _frame_bounds(buf, root, diagnostics)
         response.size = struct.unpack_from(">i", buf, 0)[0]
-        spec = message_spec(api_key, "response", api_version)
         header_version = response_header_version(api_key, api_version)
         pos = _decode_header(response, buf, root, "response", header_version)
         if api_key == API_VERSIONS:
             api_version = _api_versions_answer_version(buf, pos, api_version, diagnostics)
             response.api_version = api_version
+        try:
+            spec = message_spec(api_key, "response", api_version)
+        except ProtocolError as exc:
+            raise UndecodableBody(str(exc), path="", offset=pos) from None
         if root is not None:
             root.name = f"{spec.name} v{api_version}"
         response.body, pos = decode(spec, api_version, buf, pos, root, records)
@@ -238,6 +257,6 @@ def _api_versions_answer_version(buf: bytes, pos: int, asked: int, diagnostics: 
 def _fits_exactly(api_version: int, buf: bytes, pos: int) -> bool:
     try:
         _, end = decode(message_spec(API_VERSIONS, "response", api_version), api_version, buf, pos)
-    except DecodeError:
+    except ProtocolError:
         return False
     return end == len(buf)

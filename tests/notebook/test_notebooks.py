@@ -1,0 +1,264 @@
+"""The teaching notebooks, executed top to bottom on a real kernel, with checks on what they computed.
+
+Each notebook runs with nbclient in a fresh ``python3`` kernel (this interpreter, kafkalab importable from
+the repository, ``MPLBACKEND=Agg``). After its last cell a check cell is appended (testbook-style): it prints
+a JSON summary of values the notebook computed, and the test asserts on those. Expected values come from
+the workload each notebook defines (records produced, offsets committed, bytes flipped), not from kafkalab.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+from pathlib import Path
+
+import crc32c
+import nbformat
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+CAPTURES = REPO / "captures"
+TIME_LIMIT = 60.0          # seconds per notebook, kernel start included
+EXPECTED = ["01-wire-format-by-hand.ipynb", "02-record-batches.ipynb", "03-live-lab.ipynb",
+            "04-offline-analysis.ipynb", "05-troubleshooting.ipynb"]
+
+
+def run_notebook(name: str, check: str, *, python_path: Path = REPO) -> tuple[dict, float, nbformat.NotebookNode]:
+    """Execute notebook ``name`` plus a final cell printing JSON; return (that JSON, seconds, executed nb)."""
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import json as _json\nprint(_json.dumps(" + check + "))"))
+    env = dict(os.environ, MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(python_path), os.environ.get("PYTHONPATH")])))
+    client = NotebookClient(nb, timeout=TIME_LIMIT, kernel_name="python3",
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    start = time.monotonic()
+    client.execute(env=env)
+    elapsed = time.monotonic() - start
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors
+    stdout = "".join(o.text for o in nb.cells[-1].outputs if o.output_type == "stream" and o.name == "stdout")
+    return json.loads(stdout.strip().splitlines()[-1]), elapsed, nb
+
+
+# ---------------------------------------------------------------- the files themselves
+
+def test_notebooks_are_committed_clean():
+    """Output-free, valid, a python3 kernel, stable unique cell ids: what a reviewer diffs and Binder opens."""
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == EXPECTED
+    for name in EXPECTED:
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        nbformat.validate(nb)
+        assert nb.metadata.kernelspec.name == "python3"
+        ids = [cell.id for cell in nb.cells]
+        assert len(ids) == len(set(ids)), name
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, f"{name}: {cell.id} has outputs"
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert "sys.path" not in code, f"{name}: notebooks import the installed kafkalab"
+        assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+
+
+# ---------------------------------------------------------------- 1 · the wire format by hand
+
+def test_01_wire_format_by_hand():
+    values, elapsed, _ = run_notebook("01-wire-format-by-hand.ipynb", """{
+        "frame_v0": frame_v0.hex(), "frame_v3": frame_v3.hex(),
+        "error_code": response.body["error_code"], "api_keys": len(response.body["api_keys"]),
+        "count_by_hand": count, "correlation_id": correlation_id,
+        "apiversions_range": [r for r in response.body["api_keys"] if r["api_key"] == 18],
+        "tagged_epoch": tagged.body["finalized_features_epoch"], "grew_by": len(with_tags) - len(answer),
+        "unknown": {str(k): v.hex() for k, v in decoded_unknown.body["_unknown_tagged_fields"].items()},
+        "journal": [[r.kind, int(r.api_version), int(r.correlation_id)] for r in broker.frames.itertuples()],
+        "running": broker.running}""")
+    client_id = b"by-hand"
+    expected_v0 = struct.pack(">ihhih", 2 + 2 + 4 + 2 + len(client_id), 18, 0, 1, len(client_id)) + client_id
+    assert values["frame_v0"] == expected_v0.hex()
+    # v3: header v2 (client id as a classic string, then an empty tag section), two compact strings, tags
+    body = bytes([len("kafkalab-notebook") + 1]) + b"kafkalab-notebook" + bytes([4]) + b"0.1" + b"\x00"
+    header = struct.pack(">hhih", 18, 3, 2, len(client_id)) + client_id + b"\x00"
+    assert values["frame_v3"] == (struct.pack(">i", len(header) + len(body)) + header + body).hex()
+    assert values["error_code"] == 0 and values["correlation_id"] == 2
+    assert values["count_by_hand"] == values["api_keys"] > 10
+    assert values["apiversions_range"] == [{"api_key": 18, "min_version": 0, "max_version": 4}]
+    assert values["tagged_epoch"] == 7 and values["grew_by"] > 0
+    assert values["unknown"] == {"42": b"abc".hex()}
+    assert values["journal"] == [["request", 3, 2], ["response", 3, 2], ["request", 0, 1], ["response", 0, 1]]
+    assert values["running"] is False
+    assert elapsed < TIME_LIMIT
+
+
+# ---------------------------------------------------------------- 2 · record batches
+
+def test_02_record_batches():
+    values, elapsed, _ = run_notebook("02-record-batches.ipynb", """{
+        "data": data.hex(), "stored_crc": stored_crc,
+        "codecs": {c: {"bits": int(r["attributes & 7"]), "bytes": int(r["bytes"]), "crc_ok": bool(r["crc_ok"]),
+                       "round_trip": bool(r["round trip"])} for c, r in codecs.iterrows()},
+        "bad": [bad.crc_ok, list(bad.diagnostics)], "crc_node": [crc_node.path, crc_node.diagnostics],
+        "moved": [moved.crc_ok, [r.offset for r in moved.records]],
+        "broken": [broken.crc_ok, list(broken.diagnostics)],
+        "selected": list(explorer.selected_range),
+        "selected_bytes": inflated.buffer[explorer.selected_range[1]:explorer.selected_range[2]].hex(),
+        "first_key": records[0]["key"].hex()}""")
+    data = bytes.fromhex(values["data"])
+    assert values["stored_crc"] == crc32c.crc32c(data[21:]) == struct.unpack_from(">I", data, 17)[0]
+    assert data[16] == 2                                                   # magic
+    codecs = values["codecs"]
+    assert {name: c["bits"] for name, c in codecs.items()} == {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3,
+                                                               "zstd": 4}
+    assert all(c["crc_ok"] and c["round_trip"] for c in codecs.values())
+    assert all(c["bytes"] < codecs["none"]["bytes"] for name, c in codecs.items() if name != "none")
+    crc_ok, diagnostics = values["bad"]
+    assert crc_ok is False and diagnostics and diagnostics[0].startswith("CRC mismatch")
+    assert values["crc_node"][0].endswith(".crc") and values["crc_node"][1] == diagnostics
+    assert values["moved"] == [True, [5, 6]]                               # base_offset is outside the CRC
+    assert values["broken"][0] is False and any("gzip" in d for d in values["broken"][1])
+    assert values["selected"][0] == 1                                      # the inflated buffer
+    assert values["selected_bytes"] == values["first_key"]
+    assert elapsed < TIME_LIMIT
+
+
+# ---------------------------------------------------------------- 3 · live lab
+
+def test_03_live_lab():
+    values, elapsed, _ = run_notebook("03-live-lab.ipynb", """{
+        "runs": {name: summarize(name, frames) for name, frames in runs.items()},
+        "consumed": len(consumed), "expected": expected,
+        "ends": {str(tp.partition): o for tp, o in ends.items()},
+        "lag": [[r.group, int(r.partition), int(r.high_watermark), int(r.committed), int(r.lag)]
+                for r in lag.itertuples()],
+        "zstd_diff": list(zstd_diff["path"]),
+        "selected": list(explorer.selected_range),
+        "versions": {str(k): {str(l): (None if pd.isna(v) else int(v)) for l, v in row.items()}
+                     for k, row in versions.to_dict("index").items()},
+        "explorer_rows": explorer.row_total, "following": explorer.following, "running": broker.running}""")
+    runs = values["runs"]
+    for acks, wire in (("all", -1), ("1", 1), ("0", 0)):
+        run = runs[f"acks={acks}"]
+        assert run["acks (in the request)"] == [wire] and run["records"] == 30
+        assert run["responses"] == (0 if acks == "0" else run["Produce requests"])
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        assert runs[f"compression={codec}"]["codec (in the batches)"] == [codec]
+    assert runs["compression=zstd"]["request bytes"] < runs["compression=none"]["request bytes"]
+    assert runs["linger.ms=0"]["records"] == runs["linger.ms=100"]["records"] == 20
+    assert runs["linger.ms=0"]["Produce requests"] > runs["linger.ms=100"]["Produce requests"]
+    assert values["consumed"] == values["expected"] == 3 * 30 + 2 * 20 + 5 * 30
+    # lag from the capture of the bytes = what the notebook committed: 10 behind each partition's end
+    assert [(p, hw, committed, lag) for _, p, hw, committed, lag in values["lag"]] == [
+        (p, values["ends"][str(p)], values["ends"][str(p)] - 10, 10) for p in range(3)]
+    assert {group for group, *_ in values["lag"]} == {"lab"}
+    assert any(p.endswith(".attributes") for p in values["zstd_diff"])
+    assert any(p.endswith(".deflated") for p in values["zstd_diff"])
+    assert values["selected"][0] == 1                                      # a key inside the inflated buffer
+    assert values["versions"]["Produce"]["librdkafka"] >= 3 and values["versions"]["Fetch"]["kafka-python"] >= 4
+    assert values["explorer_rows"] > 100 and values["following"] is False and values["running"] is False
+    assert elapsed < TIME_LIMIT
+
+
+# ---------------------------------------------------------------- 4 · offline analysis
+
+def test_04_offline_analysis():
+    values, elapsed, _ = run_notebook("04-offline-analysis.ipynb", """{
+        "produced": {t: int(n) for t, n in cap.records[cap.records["kind"] == "request"].groupby("topic").size().items()},
+        "headers": sorted({str(h) for h in cap.records[cap.records["topic"] == "orders"]["headers"]}),
+        "codecs": sorted(set(cap.records[cap.records["kind"] == "request"]["codec"])),
+        "errors": [[r.api_name, r.category, r.detail] for r in errors.itertuples()],
+        "lag": [[r.group, int(r.partition), int(r.high_watermark), int(r.committed), int(r.lag)]
+                for r in plots.consumer_lag(cap, latest=True).itertuples()],
+        "plan": plan, "exported": exported,
+        "tables": {n: len(getattr(cap, n)) for n in ("frames", "exchanges", "records", "connections")},
+        "throughput": {t: int(n) for t, n in throughput.groupby("topic")["records"].sum().items()},
+        "midstream": bool(cap.connections["midstream"].any()), "gaps": int(cap.connections["gaps"].sum()),
+        "filtered": sorted(set(cap.filter('error != null')["api_name"])),
+        "files": sorted(p.name for p in workdir.iterdir()),
+        "shipped": None if real is None else {
+            "lag": [[r.group, int(r.partition), int(r.high_watermark), int(r.committed), int(r.lag)]
+                    for r in plots.consumer_lag(real, latest=True).itertuples()],
+            "join_ms": float(plots.latency_stats(real).loc["JoinGroup", "max_ms"]),
+            "diagram_streams": sorted({e.stream for e in plots.sequence_diagram(real, stream=join_stream).exchanges})}}""")
+    plan = values["plan"]
+    assert values["produced"] == {"orders": plan["orders"], "payments": plan["payments"]}
+    assert values["throughput"] == values["produced"]
+    assert values["headers"] == [str([("source", b"web")])]
+    assert values["codecs"] == ["gzip", "lz4"]
+    assert ["CreateTopics", "error", "TOPIC_ALREADY_EXISTS"] in values["errors"]
+    assert values["filtered"] == ["CreateTopics"]
+    per_partition = plan["orders"] // 3
+    assert values["lag"] == [["billing", int(p), per_partition, committed, per_partition - committed]
+                             for p, committed in plan["committed"].items()]
+    assert values["exported"] == values["tables"]
+    assert {"frames.parquet", "exchanges.parquet", "records.parquet", "connections.parquet",
+            "offsets.parquet", "session.pcap"} <= set(values["files"])
+    assert values["midstream"] is False and values["gaps"] == 0
+    shipped = CAPTURES / "produce-consume-zstd.json"
+    if shipped.exists():                   # the tcpdump recording: expected values from the clients' own reports
+        recorded = json.loads(shipped.read_text())
+        per_partition: dict[int, int] = {}
+        for record in recorded["produced"]:
+            per_partition[record["partition"]] = per_partition.get(record["partition"], 0) + 1
+        assert len(recorded["consumed"]) == len(recorded["produced"])      # the group read (and committed) all
+        assert [(p, hw, committed, lag) for _, p, hw, committed, lag in values["shipped"]["lag"]] == [
+            (p, n, n, 0) for p, n in sorted(per_partition.items())]
+        assert values["shipped"]["join_ms"] > 1000                         # the delayed first rebalance
+        assert len(values["shipped"]["diagram_streams"]) == 1
+    else:
+        assert values["shipped"] is None
+    assert elapsed < TIME_LIMIT
+
+
+# ---------------------------------------------------------------- 5 · troubleshooting
+
+def test_05_troubleshooting():
+    values, elapsed, _ = run_notebook("05-troubleshooting.ipynb", """{
+        "default_frames": len(cap_default),
+        "mid": [[r.kind, r.api_name, bool(r.inferred), list(r.diagnostics)] for r in cap_mid.frames.head(2).itertuples()],
+        "midstream": bool(cap_mid.connections["midstream"].iloc[0]),
+        "mid_requests": int(cap_mid.frames["kind"].eq("request").sum()),
+        "lost": [int(cap_lost.connections["gaps"].iloc[0]), int(cap_lost.connections["gap_bytes"].iloc[0]),
+                 len(second_metadata.raw)],
+        "lost_inferred": [[r.api_name, int(r.correlation_id)] for r in cap_lost.frames.itertuples() if r.inferred],
+        "fallback": [fallback.api_version, fallback.body["error_code"]], "retry": [retry_version, retry.body["error_code"]],
+        "as_expected": [as_expected.api_version, as_expected.diagnostics],
+        "corrupt": [partition_response["error_code"], partition_response["base_offset"]],
+        "crc": [crc_node.path, crc_node.diagnostics, corrupt_request.diagnostics],
+        "timeline": [[r.api_name, r.category, r.detail] for r in timeline.itertuples()],
+        "real": {name: [[f.kind, f.api_name, bool(f.inferred), list(f.diagnostics)] for f in cap]
+                 for name, cap in real_recordings.items()},
+        "recorded_negotiation": None if not recorded.exists() else [
+            [r.kind, int(r.api_version), int(r.correlation_id), None if pd.isna(r.error) else r.error]
+            for r in recorded_negotiation.itertuples()],
+        "running": broker.running}""")
+    assert values["default_frames"] == 0
+    (kind, api, inferred, notes), (next_kind, _, _, next_notes) = values["mid"]
+    assert (kind, api, inferred) == ("response", "Produce", True)
+    assert any("request not captured" in note for note in notes), notes
+    assert next_kind == "request" and any(note.startswith("resynchronised") for note in next_notes), next_notes
+    assert values["midstream"] is True and values["mid_requests"] == 5      # produces 2-4, Metadata, ListOffsets
+    gaps, gap_bytes, lost_size = values["lost"]
+    assert gaps == 1 and gap_bytes == lost_size
+    assert values["lost_inferred"] == [["Metadata", 7]]                   # the 7th call's answer
+    assert values["fallback"] == [0, 35] and values["retry"] == [4, 0]
+    assert values["as_expected"][0] == 0 and "KIP-511" in values["as_expected"][1][0]
+    assert values["corrupt"] == [2, -1]                                    # CORRUPT_MESSAGE, nothing written
+    path, crc_notes, frame_notes = values["crc"]
+    assert path.endswith(".crc") and crc_notes[0].startswith("CRC mismatch") and frame_notes
+    assert ["Produce", "error", "CORRUPT_MESSAGE"] in values["timeline"]
+    assert values["running"] is False
+    real = values["real"]
+    if (CAPTURES / "midstream.pcap").exists():
+        kind, _, inferred, notes = real["midstream"][0]
+        assert kind == "response" and inferred and any("request not captured" in n for n in notes)
+    if (CAPTURES / "lossy.pcap").exists():
+        notes = [n for *_, frame_notes in real["lossy"] for n in frame_notes]
+        assert any(n.startswith("gap before frame") for n in notes)
+        assert any(inferred for _, _, inferred, _ in real["lossy"])
+    if (CAPTURES / "produce-consume-none.pcap").exists():
+        (k1, v1, c1, e1), (k2, v2, c2, _), (k3, v3, c3, _) = values["recorded_negotiation"][:3]
+        assert (k1, v1, e1, k2, v2, c2) == ("request", 3, None, "response", 3, c1)
+        assert values["recorded_negotiation"][1][3] == "UNSUPPORTED_VERSION"
+        assert (k3, v3) == ("request", 0)
+    assert elapsed < TIME_LIMIT
+
