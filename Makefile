@@ -26,6 +26,8 @@ lab: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_codec.py
 	$(PY) bench/bench_records.py
+	$(PY) bench/bench_capture.py
+	$(PY) bench/bench_broker.py
 
 # Regenerate the committed schema files from Apache Kafka's message definitions (needs ../shared).
 schema: $(STAMP)
