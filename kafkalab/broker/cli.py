@@ -30,6 +30,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
         pass
     finally:
         broker.stop()
+        if args.write_pcap:
+            count = broker.write_pcap(args.write_pcap)
+            print(f"wrote {count} journaled frames to {args.write_pcap}", flush=True)
     return EXIT_OK
 
 
@@ -42,6 +45,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="create a topic at start (repeatable)")
     parser.add_argument("--partitions", type=int, default=1, help="partitions of auto-created topics")
     parser.add_argument("--node-id", type=int, default=1)
+    parser.add_argument("--write-pcap", metavar="FILE", help="on exit, write the frame journal as a pcap file")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.set_defaults(func=cmd_broker)
     return parser

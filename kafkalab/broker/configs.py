@@ -232,11 +232,10 @@ class ConfigLayers:
         return Entry(name, d.default, DEFAULT_CONFIG, synonyms, d)
 
     def broker_entry(self, name: str) -> Entry:
-        d = BROKER_CONFIGS[name]
         family = FAMILIES.get(name, (name,))
-        own = [s for s in self._layered((name,)) if s[2] != DEFAULT_CONFIG or s[1] is not None]
+        own = self._layered((name,))
         value, source = (own[0][1], own[0][2]) if own else (None, DEFAULT_CONFIG)
-        return Entry(name, value, source, self._layered(family[family.index(name):]), d)
+        return Entry(name, value, source, self._layered(family[family.index(name):]), BROKER_CONFIGS[name])
 
     def default_entries(self) -> list[Entry]:
         """The cluster-wide dynamic defaults (resource name ""): only what was set."""

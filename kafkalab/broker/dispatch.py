@@ -1,7 +1,8 @@
 """One client connection, sans-IO: bytes in, frames out, requests dispatched to handlers.
 
-Owns: cutting the stream into frames (with the max request size), reading the request header, choosing the
-handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions the broker
+Owns: the receive buffer the I/O adapter reads into (:class:`ReceiveBuffer`: large reads straight into one
+growable bytearray, cut into frames with the max request size checked before anything is buffered for a frame),
+reading the request header, choosing the handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions the broker
 does not implement), encoding responses with the project's codec and writing both directions to the journal.
 Must not know: sockets, asyncio, clocks (the adapter passes ``ts``/``now_ms`` and a ``clock``). Anything that makes the
 connection unusable (garbage, a truncated or oversized frame, an unknown API key, a body that does not
@@ -14,9 +15,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalab.protocol import DecodeError, ProtocolError, decode_request, encode_response
+from kafkalab.protocol import ProtocolError, decode_request, encode_response
 from kafkalab.protocol.codec.layout import message_layout
-from kafkalab.protocol.framing import FrameSplitter
 from kafkalab.protocol.schema.registry import api_spec, message_spec
 
 from .handlers import RequestContext, Wait
@@ -26,6 +26,8 @@ log = logging.getLogger("kafkalab.broker")
 
 API_VERSIONS, UNSUPPORTED_VERSION, UNKNOWN_SERVER_ERROR = 18, 35, -1
 _HEADER = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+MIN_READ, MAX_READ = 64 * 1024, 8 * 1024 * 1024
 
 
 class CloseConnection(Exception):
@@ -42,6 +44,57 @@ class Pending:
     wait: Wait | None = None
 
 
+class ReceiveBuffer:
+    """Where a connection's bytes land: ``space()`` is a writable view to receive into (asyncio's
+    BufferedProtocol hands it to ``recv_into``), ``filled(n)`` takes the n bytes received and returns the
+    frames they complete (size prefix included, each its own bytes object). The free space adapts: a read that
+    fills it doubles it (up to 8 MiB), so a busy producer's megabyte requests arrive in one read, while idle
+    connections keep 64 KiB. A size prefix that is negative or above ``max_frame_size`` closes the connection
+    before any room is made for it."""
+
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        self.data = bytearray(MIN_READ)
+        self.start = self.end = 0        # unconsumed bytes are data[start:end]
+        self.need = 4                    # bytes the next frame needs in all (prefix included), once known
+        self.read_size = MIN_READ
+
+    def space(self) -> memoryview:
+        held = self.end - self.start
+        want = max(self.read_size, self.need - held)
+        size = len(self.data)
+        if size - self.end < want or size > 4 * (held + want):
+            capacity = held + want if held + want > size or size > 4 * (held + want) else size
+            fresh = self.data if capacity == size else bytearray(capacity)
+            fresh[:held] = self.data[self.start:self.end]
+            self.data, self.start, self.end = fresh, 0, held
+        return memoryview(self.data)[self.end:]
+
+    def filled(self, count: int) -> list[bytes]:
+        if self.end + count == len(self.data):
+            self.read_size = min(self.read_size * 2, MAX_READ)
+        elif count < self.read_size // 8:
+            self.read_size = max(self.read_size // 2, MIN_READ)
+        self.end += count
+        frames, data, start = [], self.data, self.start
+        while self.end - start >= 4:
+            size = _SIZE.unpack_from(data, start)[0]
+            if size < 0 or size > self.max_frame_size:
+                raise CloseConnection(f"bad frame: size {size} is outside 0..{self.max_frame_size}")
+            if self.end - start < 4 + size:
+                self.start, self.need = start, 4 + size
+                return frames
+            with memoryview(data) as view:
+                frames.append(bytes(view[start:start + 4 + size]))
+            start += 4 + size
+        self.need = 4
+        if start == self.end:
+            self.start = self.end = 0
+        else:
+            self.start = start
+        return frames
+
+
 class Connection:
     def __init__(self, state, registry, journal, *, stream: int, src: str, dst: str, local_host: str = "",
                  local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None) -> None:
@@ -49,13 +102,20 @@ class Connection:
         self.state, self.registry, self.journal = state, registry, journal
         self.stream, self.src, self.dst = stream, src, dst
         self.local_host, self.local_port = local_host, local_port
-        self.splitter = FrameSplitter(max_request_size)
+        self.buffer = ReceiveBuffer(max_request_size)
 
     def feed(self, data: bytes) -> list[bytes]:
-        try:
-            return self.splitter.feed(data)
-        except DecodeError as exc:
-            raise CloseConnection(f"bad frame: {exc}") from None
+        """Frames completed by ``data`` (for adapters that receive bytes objects rather than into ``buffer``)."""
+        frames: list[bytes] = []
+        view = memoryview(data)
+        while view:
+            space = self.buffer.space()
+            n = min(len(space), len(view))
+            space[:n] = view[:n]
+            space.release()
+            frames += self.buffer.filled(n)
+            view = view[n:]
+        return frames
 
     def handle(self, frame: bytes, ts: float, now_ms: int) -> bytes | Pending | None:
         """The response frame, a Pending to finish later, or None (no response, e.g. acks=0)."""

@@ -4,7 +4,8 @@ The hot path only appends a small entry (raw bytes, timestamp, connection, api k
 decoding into :class:`~kafkalab.dissect.frame.Frame` objects (full record batches, topics, errors, summary)
 happens when someone looks (``frames``, ``frame(n)``, ``table()``), and is cached per entry. The ring is
 bounded by a frame count and by raw bytes; the oldest entries go first. Appends come from the server thread,
-reads from any thread: a lock guards the ring.
+reads from any thread: a lock guards the ring. ``write_pcap`` replays the ring as a capture: one synthetic TCP
+connection per broker connection, between the real endpoints, each frame a TCP send at its journal time.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import threading
 from collections import deque
 
 from kafkalab.dissect.frame import Frame, frame_from_message, frames_table
+from kafkalab.pcap import TcpPcapWriter
 from kafkalab.protocol import DecodeError, ProtocolError, decode_request, decode_response
 
 
@@ -85,6 +87,26 @@ class Journal:
     def table(self):
         return frames_table(self.frames())
 
+    def write_pcap(self, path_or_file) -> int:
+        """The journal as a pcap (Ethernet/IP/TCP, nanosecond timestamps): a handshake before each connection's
+        first journaled frame, every frame sent by its side at its journal time, a FIN exchange after the
+        connection's last one. Returns the number of Kafka frames written."""
+        entries = self.entries()
+        last = {entry.stream: i for i, entry in enumerate(entries)}
+        connections: dict[int, object] = {}
+        with TcpPcapWriter(path_or_file) as writer:
+            for i, entry in enumerate(entries):
+                conn = connections.get(entry.stream)
+                from_client = entry.kind == "request"
+                if conn is None:
+                    client, server = (entry.src, entry.dst) if from_client else (entry.dst, entry.src)
+                    conn = connections[entry.stream] = writer.open_connection(
+                        parse_endpoint(client), parse_endpoint(server), entry.ts)
+                writer.send(conn, from_client, entry.raw, entry.ts)
+                if i == last[entry.stream]:
+                    writer.close(conn, entry.ts)
+        return len(entries)
+
     def _frame(self, entry: JournalEntry) -> Frame:
         frame = entry.cached
         if frame is None:
@@ -97,6 +119,12 @@ class Journal:
                 frame.request_frame = partner.number
             frame.latency_ms = entry.latency_ms
         return frame
+
+
+def parse_endpoint(text: str) -> tuple[str, int]:
+    """("127.0.0.1", 9092) from "127.0.0.1:9092", ("::1", 9092) from "[::1]:9092"."""
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
 
 
 def _decode_entry(entry: JournalEntry) -> Frame:

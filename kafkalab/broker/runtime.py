@@ -139,6 +139,11 @@ class Broker:
     def frame(self, number: int):
         return self.journal_ring.frame(number)
 
+    def write_pcap(self, path) -> int:
+        """Write the journal as a pcap file (synthesised Ethernet/IP/TCP between the real endpoints, journal
+        timestamps) that tshark and :func:`kafkalab.read_capture` open; returns the number of frames."""
+        return self.journal_ring.write_pcap(path)
+
     def __repr__(self) -> str:
         where = self.bootstrap_servers if self.address else "not started"
         return f"<kafkalab Broker node {self.config.node_id} {where}, {len(self.journal_ring)} frames journaled>"

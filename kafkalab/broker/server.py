@@ -1,11 +1,18 @@
 """The asyncio adapter: a TCP server on its own event loop and thread, feeding sans-IO Connections.
 
-The only module of the broker that imports asyncio and reads clocks. Each client connection runs one task
-that reads bytes, hands whole frames to its :class:`~.dispatch.Connection` in order and writes the answers
-back in order (Kafka answers a connection's requests in the order they came). A Fetch that has to wait for
-data (a :class:`~.handlers.Wait`) parks that task on an event set by every append, until it is satisfied or
-its ``max_wait_ms`` runs out. :class:`LoopThread` owns a private event loop on a daemon thread, so brokers
-start the same way from a script, a test or a running Jupyter kernel (whose loop is never touched).
+The only module of the broker that imports asyncio and reads clocks. Each client connection is a
+:class:`ClientProtocol` (asyncio's BufferedProtocol): the transport reads straight into the connection's
+:class:`~.dispatch.ReceiveBuffer`, every frame a read completes is handled at once, and the answers of one read
+go out in one write. Kafka answers a connection's requests in order, so a Fetch that has to wait for data (a
+:class:`~.handlers.Wait`) parks the connection: frames behind it queue until an append (or the deadline)
+finishes it. Backpressure: when the transport's write buffer is full (a client that does not read its answers),
+that connection stops handling frames and stops reading until the buffer drains; a backlog of frames queued
+behind a long poll beyond 16 MiB pauses reading too. :class:`LoopThread` owns a private event loop on a daemon thread, so
+brokers start the same way from a script, a test or a running Jupyter kernel (whose loop is never touched).
+
+Why not streams: an asyncio StreamReader copies every chunk into its own buffer and wakes a task per read;
+with a busy producer in the same process (a notebook) each wake-up of the loop thread waits for the GIL, so
+fewer, larger reads handled in place are what make the in-process broker fast.
 """
 from __future__ import annotations
 
@@ -13,11 +20,13 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 
 from .dispatch import CloseConnection, Connection, Pending
 
 log = logging.getLogger("kafkalab.broker")
-READ_CHUNK = 256 * 1024
+JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
+BACKLOG_PAUSE = 16 << 20    # bytes of queued frames at which reading from that client pauses
 
 
 def _now_ms() -> int:
@@ -35,82 +44,164 @@ class Server:
     def __init__(self, state, registry, journal, config) -> None:
         self.state, self.registry, self.journal, self.config = state, registry, journal, config
         self._server: asyncio.base_events.Server | None = None
-        self._tasks: set[asyncio.Task] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._appended: asyncio.Event | None = None
+        self.clients: set[ClientProtocol] = set()
+        self.appended: asyncio.Event | None = None
         self._streams = 0
         self.address: tuple[str, int] = ("", 0)
 
     async def start(self) -> tuple[str, int]:
-        self._appended = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self.appended = asyncio.Event()
         self.state.append_listeners.append(self._on_append)
-        self._server = await asyncio.start_server(self._client, self.config.host, self.config.port, backlog=1024,
-                                                  limit=READ_CHUNK)
+        self._server = await loop.create_server(lambda: ClientProtocol(self), self.config.host, self.config.port,
+                                                backlog=1024)
         sockname = self._server.sockets[0].getsockname()
         self.address = (sockname[0], sockname[1])
         log.info("broker %d listening on %s", self.state.node_id, _endpoint(sockname))
         return self.address
 
+    def next_stream(self) -> int:
+        stream, self._streams = self._streams, self._streams + 1
+        return stream
+
     def _on_append(self) -> None:
-        event = self._appended
+        event = self.appended
         if event is not None and not event.is_set():
             event.set()
-            self._appended = asyncio.Event()
+            self.appended = asyncio.Event()
 
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for writer in list(self._writers):
-            writer.close()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        waits = [c.abort() for c in list(self.clients)]
+        waits = [w for w in waits if w is not None]
+        if waits:
+            await asyncio.gather(*waits, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
         if self._on_append in self.state.append_listeners:
             self.state.append_listeners.remove(self._on_append)
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        self._tasks.add(task)
-        self._writers.add(writer)
-        stream, self._streams = self._streams, self._streams + 1
-        peer, local = writer.get_extra_info("peername"), writer.get_extra_info("sockname")
-        conn = Connection(self.state, self.registry, self.journal, stream=stream, src=_endpoint(peer),
-                          dst=_endpoint(local), local_host=local[0] if local else "", local_port=local[1] if local else 0,
-                          max_request_size=self.config.max_request_size, clock=time.time)
+
+class ClientProtocol(asyncio.BufferedProtocol):
+    """One client connection: bytes in through the receive buffer, frames handled in order, answers out."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.conn: Connection | None = None
+        self.backlog: deque[bytes] = deque()     # frames received behind a long poll
+        self.backlog_bytes = 0
+        self.waiting: asyncio.Task | None = None
+        self.paused: set[str] = set()            # why reading is paused: "write", "backlog"
+
+    # --- asyncio callbacks ---------------------------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        server = self.server
+        peer, local = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
+        self.conn = Connection(server.state, server.registry, server.journal, stream=server.next_stream(),
+                               src=_endpoint(peer), dst=_endpoint(local), local_host=local[0] if local else "",
+                               local_port=local[1] if local else 0,
+                               max_request_size=server.config.max_request_size, clock=time.time)
+        server.clients.add(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.conn.buffer.space()
+
+    def buffer_updated(self, nbytes: int) -> None:
         try:
-            await self._serve(conn, reader, writer)
+            frames = self.conn.buffer.filled(nbytes)
         except CloseConnection as exc:
-            log.warning("closing connection %d from %s: %s", stream, conn.src, exc)
-        except (ConnectionError, asyncio.CancelledError):
-            pass
+            self._close(f"closing connection {self.conn.stream} from {self.conn.src}: {exc}")
+            return
+        for frame in frames:
+            self.backlog.append(frame)
+            self.backlog_bytes += len(frame)
+        self._drain()
+
+    def eof_received(self) -> bool:
+        return False                             # close our side too
+
+    def connection_lost(self, exc) -> None:
+        self.server.clients.discard(self)
+        if self.waiting is not None:
+            self.waiting.cancel()
+
+    def pause_writing(self) -> None:
+        self._pause("write")
+
+    def resume_writing(self) -> None:
+        self._resume("write")
+        self._drain()
+
+    # --- handling -------------------------------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Handle queued frames in order while nothing holds them back: a long poll being answered (Kafka
+        answers a connection's requests in order) or a client that does not read its answers (the transport's
+        write buffer is full). Answers go out together, small ones joined into one send."""
+        out: list[bytes] = []
+        size = 0
+        try:
+            while self.backlog and self.waiting is None and "write" not in self.paused:
+                frame = self.backlog.popleft()
+                self.backlog_bytes -= len(frame)
+                answer = self.conn.handle(frame, time.time(), _now_ms())
+                if isinstance(answer, Pending):
+                    self.waiting = asyncio.get_running_loop().create_task(self._finish(answer))
+                elif answer is not None:
+                    out.append(answer)
+                    size += len(answer)
+                    if size >= JOIN_BELOW:
+                        self._write(out)
+                        out, size = [], 0
+        except CloseConnection as exc:
+            self._write(out)                     # what was answered before the bad frame still goes out
+            self._close(f"closing connection {self.conn.stream} from {self.conn.src}: {exc}")
+            return
         except Exception:  # noqa: BLE001 - one connection's failure must not touch the others
-            log.exception("connection %d from %s failed", stream, conn.src)
-        finally:
-            self._tasks.discard(task)
-            self._writers.discard(writer)
-            writer.close()
+            log.exception("connection %d from %s failed", self.conn.stream, self.conn.src)
+            self.transport.close()
+            return
+        self._write(out)
+        if self.backlog_bytes > BACKLOG_PAUSE:
+            self._pause("backlog")
+        else:
+            self._resume("backlog")
 
-    async def _serve(self, conn: Connection, reader, writer) -> None:
-        while True:
-            data = await reader.read(READ_CHUNK)
-            if not data:
-                return
-            for frame in conn.feed(data):
-                out = conn.handle(frame, time.time(), _now_ms())
-                if isinstance(out, Pending):
-                    out = await self._wait(conn, out)
-                if out is not None:
-                    writer.write(out)
-            await writer.drain()
+    def _write(self, out: list[bytes]) -> None:
+        if not out or self.transport.is_closing():
+            return
+        if len(out) == 1:
+            self.transport.write(out[0])
+        elif sum(map(len, out)) < JOIN_BELOW:
+            self.transport.write(b"".join(out))
+        else:
+            for answer in out:
+                self.transport.write(answer)
 
-    async def _wait(self, conn: Connection, pending: Pending) -> bytes:
+    async def _finish(self, pending: Pending) -> None:
+        """Wait for an append (or the deadline) to complete a long poll, answer it, then carry on with the
+        frames that arrived meanwhile."""
+        try:
+            answer = await self._wait(pending)
+        except asyncio.CancelledError:
+            return
+        except Exception:  # noqa: BLE001
+            log.exception("connection %d from %s failed", self.conn.stream, self.conn.src)
+            self.transport.close()
+            return
+        self.waiting = None
+        self._write([answer])
+        self._drain()
+
+    async def _wait(self, pending: Pending) -> bytes:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + pending.wait.max_wait_ms / 1000.0
         while True:
-            event = self._appended
+            event = self.server.appended
             remaining = deadline - loop.time()
             if remaining > 0:
                 try:
@@ -119,7 +210,32 @@ class Server:
                     pass
             body = pending.wait.attempt(_now_ms(), loop.time() >= deadline)
             if body is not None:
-                return conn.respond(pending, body, time.time())
+                return self.conn.respond(pending, body, time.time())
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+
+    def _pause(self, reason: str) -> None:
+        if not self.paused and not self.transport.is_closing():
+            self.transport.pause_reading()
+        self.paused.add(reason)
+
+    def _resume(self, reason: str) -> None:
+        if reason in self.paused:
+            self.paused.discard(reason)
+            if not self.paused and not self.transport.is_closing():
+                self.transport.resume_reading()
+
+    def _close(self, reason: str) -> None:
+        log.warning("%s", reason)
+        self.transport.close()
+
+    def abort(self):
+        """Close now (broker shutdown); returns the long-poll task to await, if any."""
+        self.transport.close()
+        task = self.waiting
+        if task is not None:
+            task.cancel()
+        return task
 
 
 class LoopThread:

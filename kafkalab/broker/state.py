@@ -7,11 +7,20 @@ the resolved values are cached per topic and the cache is dropped on every confi
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .storage import Store, Topic
+
+
+class ProduceSettings(NamedTuple):
+    """The topic configs Produce honours, parsed once per config change."""
+    max_batch_bytes: int
+    log_append_time: bool
+    min_insync_replicas: int
+    before_max_ms: int | None       # None: no limit (Long.MAX)
+    after_max_ms: int | None
 
 
 class BrokerState:
@@ -26,6 +35,7 @@ class BrokerState:
         self.append_listeners: list[Callable[[], None]] = []
         self.configs = ConfigLayers(config.node_id, static_broker_values(config), self.store.broker_configs)
         self._resolved: dict[str, dict[str, str | None]] = {}
+        self._produce: dict[str, ProduceSettings] = {}
         for topic in self.store.topics.values():
             self._apply_segment_bytes(topic)
 
@@ -38,6 +48,20 @@ class BrokerState:
         if name not in resolved:
             resolved[name] = self.configs.topic_entry(name, topic.configs).value
         return resolved[name]
+
+    def produce_settings(self, topic: Topic) -> ProduceSettings:
+        settings = self._produce.get(topic.name)
+        if settings is None:
+            value = self.topic_config
+
+            def limit(name: str) -> int | None:
+                number = int(value(topic, name))
+                return None if number >= 2**63 - 1 else number
+            settings = self._produce[topic.name] = ProduceSettings(
+                int(value(topic, "max.message.bytes")), value(topic, "message.timestamp.type") == "LogAppendTime",
+                int(value(topic, "min.insync.replicas")), limit("message.timestamp.before.max.ms"),
+                limit("message.timestamp.after.max.ms"))
+        return settings
 
     def set_topic_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         self.store.set_topic_configs(topic.name, configs)
@@ -55,6 +79,7 @@ class BrokerState:
 
     def _configs_changed(self) -> None:
         self._resolved.clear()
+        self._produce.clear()
         for topic in self.store.topics.values():
             self._apply_segment_bytes(topic)
 
@@ -80,12 +105,14 @@ class BrokerState:
                 raise ValueError(trouble)
         topic = self.store.create_topic(name, partitions or self.config.default_partitions, configs)
         self._resolved.pop(name, None)
+        self._produce.pop(name, None)
         self._apply_segment_bytes(topic)
         return topic
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.store.delete_topic(name)
         self._resolved.pop(name, None)
+        self._produce.pop(name, None)
         return topic
 
     def add_partitions(self, topic: Topic, total: int) -> None:

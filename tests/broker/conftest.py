@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import os
-import socket
-import struct
 import sys
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))                    # tests/broker: broker_helpers
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # tests/: codec_checks
 
+from broker_helpers import RawClient  # noqa: E402
+
 from kafkalab.broker import Broker  # noqa: E402
-from kafkalab.protocol import decode_response, encode_request  # noqa: E402
 
 TIMEOUT = 20.0
 
@@ -20,53 +20,6 @@ TIMEOUT = 20.0
 def broker():
     with Broker(topics={"t": 2}) as b:
         yield b
-
-
-class RawClient:
-    """A blocking socket that sends codec-built requests and reads whole response frames."""
-
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.correlation_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def send(self, api, api_version: int, body: dict | None = None, raw: bytes | None = None) -> int:
-        self.correlation_id += 1
-        frame = raw if raw is not None else encode_request(api, api_version, body or {},
-                                                            correlation_id=self.correlation_id, client_id="raw-test")
-        self.sock.sendall(frame)
-        return self.correlation_id
-
-    def read_frame(self) -> bytes:
-        head = self._exactly(4)
-        return head + self._exactly(struct.unpack(">i", head)[0])
-
-    def _exactly(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            out += chunk
-        return bytes(out)
-
-    def call(self, api, api_version: int, body: dict | None = None, **kw):
-        correlation_id = self.send(api, api_version, body)
-        response = decode_response(self.read_frame(), api, api_version, **kw)
-        assert response.correlation_id == correlation_id
-        return response.body
-
-    def is_closed(self, wait: float = 5.0) -> bool:
-        self.sock.settimeout(wait)
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-        except socket.timeout:
-            return False
 
 
 @pytest.fixture

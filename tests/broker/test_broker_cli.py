@@ -23,8 +23,10 @@ def test_cli_options():
     assert (args.port, args.topic, args.data_dir) == (0, [("a", 3), ("b", None)], "/tmp/x")
 
 
-def test_cli_serves_until_interrupted():
-    proc = subprocess.Popen([sys.executable, "-c", RUN, "broker", "--port", "0", "--topic", "cli:2"],
+def test_cli_serves_until_interrupted(tmp_path):
+    pcap = tmp_path / "session.pcap"
+    proc = subprocess.Popen([sys.executable, "-c", RUN, "broker", "--port", "0", "--topic", "cli:2",
+                             "--write-pcap", str(pcap)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": ROOT})
     try:
@@ -37,3 +39,4 @@ def test_cli_serves_until_interrupted():
         proc.send_signal(signal.SIGINT)
         assert proc.wait(15) == 0
     assert "listening on" in proc.stderr.read()
+    assert "journaled frames" in proc.stdout.read() and pcap.stat().st_size > 24

@@ -5,7 +5,8 @@ import time
 
 import confluent_kafka as ck
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                   NewPartitions, NewTopic)
 
 TIMEOUT = 20
 
@@ -101,3 +102,38 @@ def test_confluent_commit_and_committed_offsets(broker):
     committed = consumer.committed([ck.TopicPartition("t", 0), ck.TopicPartition("t", 1)], timeout=TIMEOUT)
     assert [(tp.partition, tp.offset) for tp in committed] == [(0, 3), (1, ck.OFFSET_INVALID)]
     consumer.close()
+
+
+def test_confluent_admin_describe_alter_partitions_delete(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic("adm", 2, 1, config={"retention.ms": "60000"})])["adm"].result(TIMEOUT)
+    topic = ConfigResource(ConfigResource.Type.TOPIC, "adm")
+    configs = admin.describe_configs([topic], request_timeout=TIMEOUT)[topic].result(TIMEOUT)
+    assert configs["retention.ms"].value == "60000" and configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert [s.name for s in configs["retention.ms"].synonyms.values()] == ["retention.ms", "log.retention.hours"]
+    assert configs["cleanup.policy"].is_default and configs["cleanup.policy"].value == "delete"
+    change = ConfigResource(ConfigResource.Type.TOPIC, "adm", incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    admin.incremental_alter_configs([change])[change].result(TIMEOUT)
+    configs = admin.describe_configs([topic])[topic].result(TIMEOUT)
+    assert configs["cleanup.policy"].value == "delete,compact" and configs["retention.ms"].value == "604800000"
+    bad = ConfigResource(ConfigResource.Type.TOPIC, "adm", incremental_configs=[
+        ConfigEntry("segment.bytes", "12", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(ck.KafkaException) as invalid:
+        admin.incremental_alter_configs([bad])[bad].result(TIMEOUT)
+    assert invalid.value.args[0].code() == ck.KafkaError.INVALID_CONFIG
+    node = ConfigResource(ConfigResource.Type.BROKER, "1")
+    assert admin.describe_configs([node])[node].result(TIMEOUT)["node.id"].is_read_only
+    admin.create_partitions([NewPartitions("adm", 4)])["adm"].result(TIMEOUT)
+    assert len(admin.list_topics(timeout=TIMEOUT).topics["adm"].partitions) == 4
+    with pytest.raises(ck.KafkaException) as fewer:
+        admin.create_partitions([NewPartitions("adm", 2)])["adm"].result(TIMEOUT)
+    assert fewer.value.args[0].code() == ck.KafkaError.INVALID_PARTITIONS
+    admin.delete_topics(["adm"], operation_timeout=TIMEOUT)["adm"].result(TIMEOUT)
+    assert "adm" not in admin.list_topics(timeout=TIMEOUT).topics
+    with pytest.raises(ck.KafkaException) as gone:
+        admin.delete_topics(["adm"])["adm"].result(TIMEOUT)
+    assert gone.value.args[0].code() == ck.KafkaError.UNKNOWN_TOPIC_OR_PART
+    cluster = admin.describe_cluster(request_timeout=TIMEOUT).result(TIMEOUT)
+    assert cluster.cluster_id == broker.config.cluster_id and [n.id for n in cluster.nodes] == [1]

@@ -5,7 +5,7 @@ import time
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 
 TIMEOUT = 20
 
@@ -41,7 +41,7 @@ def test_kafka_python_keyed_records_with_headers_by_assignment(broker):
     assert by_key[b"key-7"].headers == [("h", b"7"), ("empty", b"")]
 
 
-@pytest.mark.parametrize("codec", ["gzip"])
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_kafka_python_compression_round_trip(broker, codec):
     producer = _producer(broker, compression_type=codec, linger_ms=20)
     values = [bytes([i % 251]) * (50 + i) for i in range(200)]
@@ -52,6 +52,9 @@ def test_kafka_python_compression_round_trip(broker, codec):
     got = _consume(broker, [TopicPartition("t", 0)], 200)
     assert [r.value for r in got] == values
     assert [r.key for r in got] == [b"k%d" % i for i in range(200)]
+    codecs = {b.codec for f in broker.journal if f.api_name == "Produce" and f.kind == "request"
+              for t in f.body["topic_data"] for p in t["partition_data"] for b in p["records"]}
+    assert codecs == {codec}
 
 
 def test_kafka_python_timestamps_and_offsets_for_times(broker):
@@ -82,3 +85,34 @@ def test_kafka_python_admin_create_topics(broker):
     producer = _producer(broker)
     assert producer.send("made-by-admin", value=b"x", partition=3).get(TIMEOUT).offset == 0
     producer.close()
+
+
+def test_kafka_python_admin_describe_alter_partitions_delete(broker):
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=10000)
+    admin.create_topics([NewTopic("adm", 2, 1, topic_configs={"retention.ms": "60000"})])
+    topic = ConfigResource(ConfigResourceType.TOPIC, "adm")
+    described = admin.describe_configs([topic], include_synonyms=True, config_filter="all")["topic"]["adm"]
+    assert (described["retention.ms"]["value"], described["retention.ms"]["config_source"]) == (
+        "60000", "DYNAMIC_TOPIC_CONFIG")
+    assert [s["name"] for s in described["retention.ms"]["synonyms"]] == ["retention.ms", "log.retention.hours"]
+    assert described["message.timestamp.type"]["config_source"] == "DEFAULT_CONFIG"
+    brokers = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all")
+    assert brokers["broker"]["1"]["node.id"]["value"] == "1"
+    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "adm",
+                                        configs={"message.timestamp.type": "LogAppendTime"})])
+    modified = admin.describe_configs([topic])["topic"]["adm"]
+    assert {k: v["value"] for k, v in modified.items()} == {"retention.ms": "60000",
+                                                             "message.timestamp.type": "LogAppendTime"}
+    producer = _producer(broker)
+    stamped = producer.send("adm", value=b"x", partition=1, timestamp_ms=5).get(TIMEOUT)
+    producer.close()
+    assert stamped.timestamp > 1_600_000_000_000                     # the broker's clock, not 5
+    admin.create_partitions({"adm": NewPartitions(total_count=5)})
+    assert len(admin.describe_topics(["adm"])[0]["partitions"]) == 5
+    with pytest.raises(Exception, match="InvalidPartitions"):
+        admin.create_partitions({"adm": NewPartitions(total_count=3)})
+    admin.delete_topics(["adm"])
+    assert admin.list_topics() == ["t"]
+    with pytest.raises(Exception, match="UnknownTopicOrPartition"):
+        admin.delete_topics(["adm"])
+    admin.close()

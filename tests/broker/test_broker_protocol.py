@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 import threading
 import time
+
+import pytest
 
 from kafkalab.broker.dispatch import Connection
 from kafkalab.broker.handlers import build_registry, find_coordinator, MODULES
@@ -234,3 +237,83 @@ def test_two_hundred_concurrent_connections(broker):
     for api_versions, metadata in results:
         assert api_versions.body["error_code"] == 0 and metadata.correlation_id == 1
         assert metadata.body["brokers"][0]["port"] == broker.port
+
+
+def test_receive_buffer_cuts_frames_from_any_chunking():
+    from kafkalab.broker.dispatch import CloseConnection, ReceiveBuffer
+    frames = [encode_request("Metadata", 12, {"topics": [{"name": "x" * n}]}, correlation_id=n, client_id="c")
+              for n in (1, 200, 3)] + [struct.pack(">i", 3_000_000) + bytes(3_000_000)]
+    for chunk, count in ((1, 3), (777, 4), (4096, 4), (10 << 20, 4)):
+        stream = b"".join(frames[:count])
+        buffer, got = ReceiveBuffer(10 << 20), []
+        for start in range(0, len(stream), chunk):
+            piece = memoryview(stream)[start:start + chunk]
+            while piece:
+                space = buffer.space()
+                n = min(len(space), len(piece))
+                space[:n] = piece[:n]
+                space.release()
+                got += buffer.filled(n)
+                piece = piece[n:]
+        assert got == frames[:count] and buffer.start == buffer.end == 0
+    assert len(buffer.data) < 4 * 1024 * 1024 and len(ReceiveBuffer(10).space()) >= 64 * 1024
+    idle = ReceiveBuffer(10 << 20)
+    idle.space()
+    idle.filled(0)
+    assert len(idle.space()) >= 64 * 1024
+    oversized = ReceiveBuffer(100)
+    space = oversized.space()
+    space[:4] = struct.pack(">i", 101)
+    space.release()
+    with pytest.raises(CloseConnection):
+        oversized.filled(4)
+    assert len(oversized.data) < 1 << 20                               # nothing allocated for the claim
+
+
+def test_requests_behind_a_long_poll_are_answered_in_order(raw):
+    client = raw()
+    first = client.send("Fetch", 12, _fetch_body(0, max_wait=400, min_bytes=1))
+    second = client.send("ApiVersions", 3, {})
+    started = time.time()
+    answers = [decode_response(client.read_frame(), api, version) for api, version in (("Fetch", 12),
+                                                                                          ("ApiVersions", 3))]
+    assert [a.correlation_id for a in answers] == [first, second]
+    assert 0.35 < time.time() - started < 3
+
+
+def test_a_client_that_does_not_read_is_paused_not_buffered_forever(raw, broker):
+    _produce(raw(), [(0, _batch([b"x" * 500_000]))])
+    greedy = raw()
+    greedy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    for _ in range(200):                                  # ~100 MB of answers nobody reads
+        greedy.send("Fetch", 12, _fetch_body(0))
+
+    def greedy_state():                                   # runs on the broker's thread
+        newest = max(broker._server.clients, key=lambda c: c.conn.stream)
+        return set(newest.paused), newest.transport.get_write_buffer_size()
+    deadline = time.time() + 10
+    while "write" not in broker._loop.call(greedy_state)[0] and time.time() < deadline:
+        time.sleep(0.05)
+    paused, buffered = broker._loop.call(greedy_state)
+    assert "write" in paused and buffered < 50 << 20
+    other = raw()
+    assert other.call("ApiVersions", 3, {})["error_code"] == 0
+
+
+def _legacy(values, magic, codec="none"):
+    built = build_batch([(b"k", v) for v in values], magic=magic, codec=codec, base_timestamp=1000)
+    return encode_records(list(built) if isinstance(built, tuple) else [built])
+
+
+def test_legacy_message_sets_and_v2_leader_epoch_on_append(raw):
+    client = raw()
+    sets = [_batch([b"v2-a", b"v2-b"]), _legacy([b"m0"], 0), _legacy([b"m1-a", b"m1-b"], 1),
+            _legacy([b"z0-a", b"z0-b"], 0, "gzip"), _legacy([b"z1-a", b"z1-b", b"z1-c"], 1, "gzip")]
+    bases = [_produce(client, [(0, s)], version=2)[0]["base_offset"] for s in sets]
+    assert bases == [0, 2, 3, 5, 7]
+    entries = client.call("Fetch", 4, _fetch_body(0), records="batches")["responses"][0]["partitions"][0]["records"]
+    values = [r.value for e in entries for r in e.records]
+    assert values == [b"v2-a", b"v2-b", b"m0", b"m1-a", b"m1-b", b"z0-a", b"z0-b", b"z1-a", b"z1-b", b"z1-c"]
+    assert [r.offset for e in entries for r in e.records] == list(range(10))
+    assert all(e.crc_ok for e in entries)
+    assert entries[0].partition_leader_epoch == 0 and entries[0].base_offset == 0

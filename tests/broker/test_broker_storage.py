@@ -29,7 +29,7 @@ def _values(data):
 def test_partition_log_reads_segments_and_timestamps(tmp_path):
     for log in (PartitionLog.in_memory(200), PartitionLog.open(str(tmp_path / "p"), 200)):
         for i in range(10):
-            base, _ = log.append(_batch([b"%d-a" % i, b"%d-b" % i], ts=100 * i))
+            base = log.append(_batch([b"%d-a" % i, b"%d-b" % i], ts=100 * i))
             assert base == 2 * i
         assert len(log.segments) > 1 and log.high_watermark == 20
         assert _values(log.read(7, 10**6)) == [b"%d-%s" % (i // 2, b"ab"[i % 2:i % 2 + 1]) for i in range(6, 20)]
@@ -51,7 +51,7 @@ def test_recovery_truncates_a_torn_tail(tmp_path):
     log = again.partition("r", 0).log
     assert _values(log.read(0, 10**6)) == [b"one", b"two"] and log.next_offset == 2
     assert segment.stat().st_size == size
-    assert log.append(_batch([b"three"]))[0] == 2
+    assert log.append(_batch([b"three"])) == 2
     again.close()
 
 
@@ -108,3 +108,22 @@ def test_acknowledged_records_survive_sigkill(tmp_path):
         log = broker.state.store.partition("durable", 0).log
         stored = _values(log.read(0, 10**8))
         assert stored[:300] == acked == [b"r%d" % i for i in range(300)]
+
+
+def test_delete_before_drops_whole_segments(tmp_path):
+    store = Store(str(tmp_path), segment_bytes=200)
+    store.create_topic("d", 1)
+    partition = store.partition("d", 0)
+    for i in range(10):
+        partition.log.append(_batch([b"%d-a" % i, b"%d-b" % i], ts=100 * i))
+    files = sorted(os.listdir(tmp_path / "d-0"))
+    assert len(partition.log.segments) > 2
+    assert partition.delete_before(13) == 13
+    kept = partition.log.segments
+    assert kept[0].base_offset <= 13 and len(sorted(os.listdir(tmp_path / "d-0"))) < len(files)
+    assert _values(partition.log.read(13, 10**6))[-1] == b"9-b" and partition.log.offset_for_timestamp(0) == (13, 600)
+    store.close()
+    again = Store(str(tmp_path), segment_bytes=200)
+    log = again.partition("d", 0).log
+    assert (log.log_start_offset, log.next_offset) == (13, 20)
+    again.close()

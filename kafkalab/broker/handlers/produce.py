@@ -3,34 +3,38 @@
 Per partition: unknown topic/partition, CORRUPT_MESSAGE (bad framing or CRC), MESSAGE_TOO_LARGE, and the
 idempotence outcomes (duplicate -> the original base offset with no error; gap -> OUT_OF_ORDER_SEQUENCE_NUMBER;
 old epoch -> INVALID_PRODUCER_EPOCH). Topics with ``message.timestamp.type=LogAppendTime`` get the broker's
-time stamped into their batches and reported as ``log_append_time_ms``. acks=-1 fsyncs file-backed logs.
-v13 names topics by id.
+time stamped into their batches and reported as ``log_append_time_ms``; CreateTime topics with
+``message.timestamp.before/after.max.ms`` set reject batches outside that window with INVALID_TIMESTAMP. acks=-1
+fsyncs file-backed logs, and gets NOT_ENOUGH_REPLICAS when the topic's ``min.insync.replicas`` exceeds the one
+in-sync replica there is. v13 names topics by id.
 """
 from __future__ import annotations
 
 from ..storage import Duplicate
-from ..validate import check_record_set, stamp_log_append_time
+from ..validate import check_record_set, stamp_log_append_time, timestamps_within
 from .base import Handler
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID = 0, 3, 100
+NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, INVALID_TIMESTAMP, UNKNOWN_TOPIC_ID = 0, 3, 19, 32, 100
+IN_SYNC_REPLICAS = 1
 
 
 def handle(ctx, body: dict) -> dict | None:
     touched: dict[int, object] = {}
     responses = []
+    acks = body.get("acks")
     for topic_data in body.get("topic_data", ()):
         topic = _topic(ctx, topic_data)
-        partitions = [_produce_partition(ctx, topic, p, touched) if topic is not None else
+        partitions = [_produce_partition(ctx, topic, p, touched, acks) if topic is not None else
                       _result(p["index"], UNKNOWN_TOPIC_ID if ctx.api_version >= 13 else UNKNOWN_TOPIC_OR_PARTITION)
                       for p in topic_data.get("partition_data", ())]
         responses.append({"name": topic_data.get("name", ""), "topic_id": topic_data.get("topic_id"),
                           "partition_responses": partitions})
     if touched:
-        if body.get("acks") == -1:
+        if acks == -1:
             for partition in touched.values():
                 partition.log.flush()
         ctx.state.appended()
-    if body.get("acks") == 0:
+    if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
 
@@ -48,18 +52,23 @@ def _result(index: int, error: int, base_offset: int = -1, log_append_time: int 
             "log_start_offset": log_start_offset, "record_errors": [], "error_message": None}
 
 
-def _produce_partition(ctx, topic, data: dict, touched: dict) -> dict:
+def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict:
     index = data["index"]
     if not 0 <= index < len(topic.partitions):
         return _result(index, UNKNOWN_TOPIC_OR_PARTITION)
     partition = topic.partitions[index]
     log = partition.log
     state = ctx.state
-    max_bytes = int(state.topic_config(topic, "max.message.bytes"))
+    settings = state.produce_settings(topic)
+    if settings.min_insync_replicas > IN_SYNC_REPLICAS and acks == -1:
+        return _result(index, NOT_ENOUGH_REPLICAS, log_start_offset=log.log_start_offset)
     records = data.get("records")
-    error, batches = check_record_set(records, max_bytes, state.config.validate_records)
+    error, batches = check_record_set(records, settings.max_batch_bytes, state.config.validate_records)
     if error:
         return _result(index, error, log_start_offset=log.log_start_offset)
+    if (settings.before_max_ms is not None or settings.after_max_ms is not None) and not settings.log_append_time \
+            and not timestamps_within(records, ctx.now_ms, settings.before_max_ms, settings.after_max_ms):
+        return _result(index, INVALID_TIMESTAMP, log_start_offset=log.log_start_offset)
     for b in batches:
         verdict = partition.producers.check(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence)
         if isinstance(verdict, Duplicate):
@@ -67,10 +76,10 @@ def _produce_partition(ctx, topic, data: dict, touched: dict) -> dict:
         if verdict:
             return _result(index, verdict, log_start_offset=log.log_start_offset)
     append_time = -1
-    if state.topic_config(topic, "message.timestamp.type") == "LogAppendTime":
+    if settings.log_append_time:
         append_time = ctx.now_ms
         records = stamp_log_append_time(records, append_time)
-    base, _ = log.append(records)
+    base = log.append(records)
     offset = base
     for b in batches:
         partition.producers.record(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence, offset)

@@ -2,8 +2,10 @@
 
 Owns: the next offset to assign (log end offset), the log start offset, the batch index (base offset, last
 offset, segment, position, size, max timestamp) and segment rolling. Must not know: requests, producers,
-topics or clocks. Appends take record-set bytes that were already validated; the codec's
-``assign_offsets`` gives them consecutive offsets by patching base offsets on the raw bytes (no re-encoding).
+topics or clocks. Appends take record-set bytes that were already validated and give them consecutive offsets
+without re-encoding: record batches (v2) get a new 16-byte head (base offset, length, leader epoch 0, all
+outside the CRC) in front of a read-only view of the rest, so appending copies nothing; legacy message sets go
+through the codec's ``assign_offsets``. Whole segments below the log start offset are dropped (DeleteRecords).
 Reads hand back whole stored batches, byte for byte. With one replica the high watermark is the log end
 offset; the last stable offset equals it until transactions arrive (a later issue).
 """
@@ -21,6 +23,8 @@ from kafkalab.protocol.records import assign_offsets, decode_records, iter_batch
 from .segment import FileSegment, MemorySegment
 
 _V2_MAX_TS = struct.Struct(">q")    # at byte 35 of a v2 batch
+_V2_HEAD = struct.Struct(">qii")    # base offset, batch length, partition leader epoch: the bytes before magic
+LEADER_EPOCH = 0                    # this broker has led every partition since epoch 0
 _V2_PRODUCER = struct.Struct(">qhi")  # producer id, epoch, base sequence at byte 43
 _V1_TS_AT = 18                      # a magic 1 message's timestamp
 
@@ -92,16 +96,28 @@ class PartitionLog:
 
     # --- writing --------------------------------------------------------------------------------------
 
-    def append(self, records: bytes) -> tuple[int, bytes]:
-        """Store a validated record set at the end of the log: (base offset, the stored bytes)."""
+    def append(self, records: bytes) -> int:
+        """Store a validated record set at the end of the log; returns its base offset.
+
+        Record batches (v2) get their offsets and the partition leader epoch written into the 16 bytes before
+        the magic byte, which the CRC does not cover: what is stored is those new headers and read-only views
+        of the rest of the received batches (nothing copied). Legacy message sets go through the codec's
+        ``assign_offsets``."""
         base = self.next_offset
-        data, next_offset = assign_offsets(records, base)
-        segment = self._active_segment(len(data))
-        start = segment.append(data)
-        for b in iter_batches(data):
-            self._index(segment, data, b.position, b.size, b.base_offset, b.last_offset, b.magic, start)
+        bounds = list(iter_batches(records))
+        if bounds and all(b.magic == 2 and not b.partial for b in bounds):
+            pieces, next_offset, placed = _place_v2(records, bounds, base)
+            data = records       # the same bytes from byte 16 of each batch on (max timestamp, producer...)
+        else:
+            data, next_offset = assign_offsets(records, base)
+            pieces = data
+            placed = [(b.position, b.size, b.base_offset, b.last_offset, b.magic) for b in iter_batches(data)]
+        segment = self._active_segment(len(records) if pieces is not data else len(data))
+        start = segment.append(pieces)
+        for position, size, first, last, magic in placed:
+            self._index(segment, data, position, size, first, last, magic, start)
         self.next_offset = next_offset
-        return base, data
+        return base
 
     def _index(self, segment, data, position, size, base, last, magic, shift=0) -> None:
         entry = BatchEntry(base, last, segment, shift + position, size, batch_max_timestamp(data, position, magic),
@@ -114,6 +130,22 @@ class PartitionLog:
         if not self.segments or (self.segments[-1].size and self.segments[-1].size + incoming > self.segment_bytes):
             self.segments.append(self._new_segment(self.next_offset))
         return self.segments[-1]
+
+    def drop_segments_before(self, offset: int) -> int:
+        """Delete whole segments (never the active one) holding only offsets below ``offset``, as Kafka does
+        once the log start offset passes them; returns how many went."""
+        dropped = 0
+        while len(self.segments) > 1:
+            first = self.segments[0]
+            held = 0
+            while held < len(self.entries) and self.entries[held].segment is first:
+                held += 1
+            if held and self._lasts[held - 1] >= offset:
+                break
+            del self.entries[:held], self._lasts[:held]
+            self.segments.pop(0).delete()
+            dropped += 1
+        return dropped
 
     def flush(self) -> None:
         if self.segments:
@@ -193,6 +225,20 @@ class PartitionLog:
             pid, epoch, seq = _V2_PRODUCER.unpack(head)
             if pid >= 0 and seq >= 0:
                 yield pid, epoch, seq, seq + entry.last_offset - entry.base_offset, entry.base_offset
+
+
+def _place_v2(records: bytes, bounds, first: int) -> tuple[list, int, list]:
+    """The batches of ``records`` renumbered from ``first`` and stamped with our leader epoch (Kafka does both
+    on append): ([new 16-byte header, view of the rest, ...], next offset, [(position, size, base, last, magic)])."""
+    view = memoryview(bytes(records)).toreadonly()
+    pieces, placed, nxt = [], [], first
+    for b in bounds:
+        span = b.last_offset - b.base_offset
+        pieces.append(_V2_HEAD.pack(nxt, b.size - 12, LEADER_EPOCH))
+        pieces.append(view[b.position + 16:b.position + b.size])
+        placed.append((b.position, b.size, nxt, nxt + span, 2))
+        nxt += span + 1
+    return pieces, nxt, placed
 
 
 def _records(data: bytes):

@@ -1,42 +1,78 @@
-"""Segments: where a partition's batch bytes live. Memory (a bytearray) or a file opened for appending.
+"""Segments: where a partition's batch bytes live. Memory (the appended buffers themselves) or a file opened for
+appending.
 
-A segment knows nothing about batches: it appends bytes, reads byte ranges back, flushes and truncates. The
+A segment knows nothing about batches: it appends bytes (or a list of pieces, written as one), reads byte ranges
+back, flushes and truncates. The
 partition log keeps the index (offset -> segment position) on top. File segments are named after the first
 offset they hold, as Kafka names them (``00000000000000000042.log``).
 """
 from __future__ import annotations
 
+import bisect
 import os
 
 
 class MemorySegment:
+    """Appended pieces kept as the immutable buffers they arrived as (bytes, or read-only views of bytes):
+    appending copies nothing, a read of exactly one bytes piece hands that object back, other reads join their
+    pieces (one copy)."""
+
     def __init__(self, base_offset: int) -> None:
         self.base_offset = base_offset
-        self._buf = bytearray()
+        self._pieces: list[bytes] = []
+        self._starts: list[int] = []
+        self._size = 0
 
     @property
     def size(self) -> int:
-        return len(self._buf)
+        return self._size
 
-    def append(self, data: bytes) -> int:
-        position = len(self._buf)
-        self._buf += data
+    def append(self, data) -> int:
+        """Append bytes, or a list of pieces (bytes or views of bytes, which must stay unchanged)."""
+        position = self._size
+        for piece in (data if isinstance(data, list) else [data]):
+            piece = piece if isinstance(piece, (bytes, memoryview)) else bytes(piece)
+            self._pieces.append(piece)
+            self._starts.append(self._size)
+            self._size += len(piece)
         return position
 
     def read(self, position: int, size: int) -> bytes:
-        return bytes(self._buf[position:position + size])
+        end = min(position + size, self._size)
+        i = bisect.bisect_right(self._starts, position) - 1
+        if i < 0 or position >= end:
+            return b""
+        piece, start = self._pieces[i], self._starts[i]
+        if position == start and end == start + len(piece) and isinstance(piece, bytes):
+            return piece
+        if end <= start + len(piece):
+            return bytes(piece[position - start:end - start])
+        parts = [memoryview(piece)[position - start:]]
+        for piece, start in zip(self._pieces[i + 1:], self._starts[i + 1:]):
+            if start >= end:
+                break
+            parts.append(memoryview(piece)[:end - start])
+        return b"".join(parts)
 
     def flush(self) -> None:
         pass
 
     def truncate(self, size: int) -> None:
-        del self._buf[size:]
+        while self._pieces and self._starts[-1] >= size:
+            self._pieces.pop()
+            self._starts.pop()
+        if self._pieces and self._starts[-1] + len(self._pieces[-1]) > size:
+            self._pieces[-1] = self._pieces[-1][:size - self._starts[-1]]
+        self._size = self._starts[-1] + len(self._pieces[-1]) if self._pieces else 0
 
     def close(self) -> None:
         pass
 
     def delete(self) -> None:
-        self._buf = bytearray()
+        self._pieces, self._starts, self._size = [], [], 0
+
+
+IOV_MAX = 512                  # pieces per writev (POSIX guarantees at least 16, Linux takes 1024)
 
 
 def segment_file_name(base_offset: int) -> str:
@@ -54,13 +90,19 @@ class FileSegment:
     def size(self) -> int:
         return self._size
 
-    def append(self, data: bytes) -> int:
+    def append(self, data) -> int:
+        """Append bytes, or a list of pieces (written with one writev)."""
         position = self._size
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        self._size += len(data)
+        pieces = [memoryview(p) for p in (data if isinstance(data, list) else [data])]
+        total = sum(len(p) for p in pieces)
+        while pieces:
+            written = os.writev(self._fd, pieces[:IOV_MAX])
+            while pieces and written >= len(pieces[0]):
+                written -= len(pieces[0])
+                pieces.pop(0)
+            if pieces and written:
+                pieces[0] = pieces[0][written:]
+        self._size += total
         return position
 
     def read(self, position: int, size: int) -> bytes:

@@ -33,6 +33,7 @@ class Partition:
         self.log.log_start_offset = offset
         if self.directory is not None:
             _write_atomic(os.path.join(self.directory, "log-start-offset"), str(offset))
+        self.log.drop_segments_before(offset)
         return offset
 
 

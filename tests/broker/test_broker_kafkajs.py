@@ -1,0 +1,56 @@
+"""kafkajs 2.2.4 (node) against the broker: admin, keyed records with headers and timestamps, gzip, read back by
+partition, offsets for times. The node side is tests/broker/js/kafkajs_check.js; CI installs kafkajs with
+``npm install --prefix tests/broker/js`` (package.json pins 2.2.4)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from broker_helpers import HERE, require, require_tool
+
+from kafkalab.broker import Broker
+
+JS = os.path.join(HERE, "js")
+BASE_TS = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def run():
+    node = require_tool("node")
+    require("kafkajs (npm install --prefix tests/broker/js)", os.path.isdir(os.path.join(JS, "node_modules", "kafkajs")))
+    with Broker(topics={"t": 2}) as broker:
+        done = subprocess.run([node, os.path.join(JS, "kafkajs_check.js"), broker.bootstrap_servers, "t"],
+                              capture_output=True, text=True, timeout=60, cwd=JS)
+        assert done.returncode == 0, done.stderr
+        yield broker, json.loads(done.stdout)
+
+
+def test_kafkajs_admin(run):
+    _, result = run
+    admin = result["admin"]
+    assert admin["created"] is True and admin["badName"] == "INVALID_TOPIC_EXCEPTION"
+    assert admin["partitions"] == 4
+    # AlterConfigs replaces the whole set: retention.ms (set at creation) is back to its default
+    assert admin["configs"] == {"cleanup.policy": ["compact", False], "retention.ms": ["604800000", True]}
+    assert admin["topicsAfterDelete"] == ["t"]
+
+
+def test_kafkajs_keyed_records_headers_timestamps_gzip(run):
+    broker, result = run
+    assert result["produced"] == {"plain": [[0, 0, "0"]], "gzip": [[1, 0, "0"]]}
+    for partition in ("0", "1"):
+        records = result["read"][partition]
+        assert [(r["offset"], r["key"], r["value"], r["timestamp"], r["headers"]) for r in records] == [
+            (str(i), f"key-{partition}-{i}", f"value-{partition}-{i}", str(BASE_TS + 1000 * i),
+             {"h": str(i), "source": "kafkajs"}) for i in range(10)]
+    codecs = {p["index"]: {b.codec for b in p["records"]} for f in broker.journal
+              if f.api_name == "Produce" and f.kind == "request" for t in f.body["topic_data"] for p in t["partition_data"]}
+    assert codecs == {0: {"none"}, 1: {"gzip"}}
+
+
+def test_kafkajs_offsets_for_times(run):
+    _, result = run
+    assert result["times"]["byTime"] == [[0, "4"], [1, "4"]]
+    assert result["times"]["latest"] == [[0, "10", "0", "10"], [1, "10", "0", "10"]]
