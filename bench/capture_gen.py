@@ -33,10 +33,12 @@ def _batches(rng: random.Random, count: int, records: int, value_size: int, code
     return out
 
 
-def write_bulk(path: str | Path, target_bytes: int = 100 << 20, *, connections: int = 4, partitions: int = 4,
-               records: int = 25, value_size: int = 1000, codec: str = "none") -> dict:
-    """Produce v7 requests of ``partitions`` x ``records`` x ``value_size`` bytes (about 100 KB each), each
-    answered, round-robin over ``connections`` producers; until the file holds ``target_bytes``."""
+def write_bulk(path: str | Path, target_bytes: int = 100 << 20, *, connections: int = 4, partitions: int = 8,
+               records: int = 130, value_size: int = 100, codec: str = "none") -> dict:
+    """Produce v7 requests, each answered, round-robin over ``connections`` producers, until the file holds
+    ``target_bytes``. The defaults are Kafka's own: ``kafka-producer-perf-test``'s 100-byte records in the
+    Java producer's 16 KiB batches (``batch.size``), one batch for each of ``partitions`` partitions per
+    request (about 130 KB)."""
     rng = random.Random(1)
     pool = _batches(rng, 16, records, value_size, codec)
     frames = requests = 0
@@ -73,29 +75,40 @@ def write_bulk(path: str | Path, target_bytes: int = 100 << 20, *, connections: 
     return {"frames": frames, "requests": requests}
 
 
-def _chatty_pair(rng: random.Random, kind: int, correlation: int, client: str):
+_POSITIONS: dict[tuple, int] = {}
+
+
+def _position(client: str, topic: str, partition: int, rng: random.Random) -> int:
+    """A consumer's position in a partition: it only moves forward, as real fetch and commit offsets do."""
+    key = (client, topic, partition)
+    _POSITIONS[key] = _POSITIONS.get(key, rng.randrange(10**6)) + rng.randrange(4)
+    return _POSITIONS[key]
+
+
+def _chatty_pair(rng: random.Random, kind: int, client: str):
     """(api, version, request body, response body) for one small exchange."""
     topic = f"events-{rng.randrange(8)}"
     partition = rng.randrange(6)
+    position = _position(client, topic, partition, rng)
     if kind < 50:
         return ("Fetch", 11, {
             "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 52428800, "isolation_level": 0,
             "session_id": 0, "session_epoch": -1, "topics": [{"topic": topic, "partitions": [
-                {"partition": partition, "current_leader_epoch": 0, "fetch_offset": correlation,
+                {"partition": partition, "current_leader_epoch": 0, "fetch_offset": position,
                  "log_start_offset": -1, "partition_max_bytes": 1048576}]}],
             "forgotten_topics_data": [], "rack_id": ""},
             {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [{"topic": topic, "partitions": [
-                {"partition_index": partition, "error_code": 0, "high_watermark": correlation,
-                 "last_stable_offset": correlation, "log_start_offset": 0, "aborted_transactions": [],
+                {"partition_index": partition, "error_code": 0, "high_watermark": position,
+                 "last_stable_offset": position, "log_start_offset": 0, "aborted_transactions": [],
                  "preferred_read_replica": -1, "records": b""}]}]})
     if kind < 75:
         return ("Heartbeat", 3, {"group_id": "group-1", "generation_id": 4, "member_id": f"{client}-member",
                                  "group_instance_id": None},
-                {"throttle_time_ms": 0, "error_code": 27 if correlation % 97 == 0 else 0})
+                {"throttle_time_ms": 0, "error_code": 27 if position % 97 == 0 else 0})
     if kind < 90:
         return ("OffsetCommit", 7, {"group_id": "group-1", "generation_id_or_member_epoch": 4,
                                     "member_id": f"{client}-member", "group_instance_id": None, "topics": [
-                    {"name": topic, "partitions": [{"partition_index": partition, "committed_offset": correlation,
+                    {"name": topic, "partitions": [{"partition_index": partition, "committed_offset": position,
                                                     "committed_leader_epoch": 0, "committed_metadata": ""}]}]},
                 {"throttle_time_ms": 0, "topics": [{"name": topic, "partitions": [
                     {"partition_index": partition, "error_code": 0}]}]})
@@ -114,7 +127,7 @@ def write_chatty(path: str | Path, frames: int = 200_000, *, connections: int = 
     """Small requests and responses (empty Fetch, Heartbeat, OffsetCommit, Metadata), each in its own TCP
     segment, interleaved over ``connections`` consumers."""
     rng = random.Random(2)
-    cache: dict[tuple, tuple[bytes, bytes]] = {}
+    _POSITIONS.clear()
     ts = START
     count = 0
     with TcpPcapWriter(path) as writer:
@@ -124,7 +137,7 @@ def write_chatty(path: str | Path, frames: int = 200_000, *, connections: int = 
             c = rng.randrange(connections)
             correlation[c] += 1
             kind = rng.randrange(100)
-            api, version, request, response = _chatty_pair(rng, kind, correlation[c] % 64, f"consumer-{c}")
+            api, version, request, response = _chatty_pair(rng, kind, f"consumer-{c}")
             raw = encode_request(api, version, request, correlation_id=correlation[c], client_id=f"consumer-{c}")
             reply = encode_response(api, version, response, correlation_id=correlation[c])
             ts += 0.00002
@@ -134,5 +147,63 @@ def write_chatty(path: str | Path, frames: int = 200_000, *, connections: int = 
             count += 2
         for conn in conns:
             writer.close(conn, ts)
-    del cache
     return {"frames": count}
+
+
+def write_mixed(path: str | Path, target_bytes: int = 500 << 20, *, connections: int = 8) -> dict:
+    """A long capture for the streaming check: producers sending Produce v7 (about 100 KB), consumers
+    receiving Fetch v11 responses carrying the same batches, and small exchanges in between."""
+    rng = random.Random(3)
+    pool = _batches(rng, 16, 25, 1000, "none")
+    ts = START
+    frames = written = 0
+    with TcpPcapWriter(path) as writer:
+        conns = [writer.open_connection(_client(i), SERVER, ts) for i in range(connections)]
+        correlation = [0] * connections
+        rounds = 0
+        while written < target_bytes:
+            rounds += 1
+            c = rounds % connections
+            correlation[c] += 1
+            topic = f"mixed-{c % 3}"
+            batches = [pool[(rounds * 4 + p) % len(pool)] for p in range(4)]
+            raw = encode_request("Produce", 7, {"transactional_id": None, "acks": -1, "timeout_ms": 30000,
+                                                "topic_data": [{"name": topic, "partition_data": [
+                                                    {"index": p, "records": b} for p, b in enumerate(batches)]}]},
+                                 correlation_id=correlation[c], client_id=f"producer-{c}")
+            reply = encode_response("Produce", 7, {"responses": [{"name": topic, "partition_responses": [
+                {"index": p, "error_code": 0, "base_offset": rounds * 25, "log_append_time_ms": -1,
+                 "log_start_offset": 0} for p in range(4)]}], "throttle_time_ms": 0}, correlation_id=correlation[c])
+            ts += 0.001
+            writer.send(conns[c], True, raw, ts)
+            writer.send(conns[c], False, reply, ts + 0.0002)
+            d = (c + 1) % connections
+            correlation[d] += 1
+            fetch = encode_request("Fetch", 11, _chatty_pair(rng, 0, f"consumer-{d}")[2], correlation_id=correlation[d],
+                                   client_id=f"consumer-{d}")
+            answer = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": [
+                {"topic": topic, "partitions": [{"partition_index": p, "error_code": 0, "high_watermark": 10 ** 6,
+                                                 "last_stable_offset": 10 ** 6, "log_start_offset": 0,
+                                                 "aborted_transactions": [], "preferred_read_replica": -1,
+                                                 "records": b} for p, b in enumerate(batches)]}]}
+            fetched = encode_response("Fetch", 11, answer, correlation_id=correlation[d])
+            writer.send(conns[d], True, fetch, ts + 0.0003)
+            writer.send(conns[d], False, fetched, ts + 0.0008)
+            written += len(raw) + len(reply) + len(fetch) + len(fetched)
+            frames += 4
+            for _ in range(20):
+                e = rng.randrange(connections)
+                correlation[e] += 1
+                api, version, request, response = _chatty_pair(rng, rng.randrange(50, 100), f"consumer-{e}")
+                small = encode_request(api, version, request, correlation_id=correlation[e],
+                                       client_id=f"consumer-{e}")
+                small_reply = encode_response(api, version, response, correlation_id=correlation[e])
+                ts += 0.00005
+                writer.send(conns[e], True, small, ts)
+                writer.send(conns[e], False, small_reply, ts + 0.00003)
+                written += len(small) + len(small_reply) + 140
+                frames += 2
+            written += 8 * 70
+        for conn in conns:
+            writer.close(conn, ts)
+    return {"frames": frames}

@@ -9,7 +9,8 @@ import sys as _sys
 
 __version__ = "0.1.0"
 
-_LAZY = {"Broker": "broker", "read_capture": "capture", "iter_frames": "capture", "explore": "notebook"}
+_LAZY = {"Broker": "broker", "read_capture": "capture", "iter_frames": "capture", "sniff": "capture",
+         "write_frames": "capture", "explore": "notebook"}
 
 
 def __getattr__(name: str):

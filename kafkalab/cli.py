@@ -3,6 +3,10 @@
     kafkalab demo                          the codec at work on frames it builds, printed as trees
     kafkalab dissect HEX | -r FILE         one frame (request by default) as an annotated tree
     kafkalab apis                          every API key with its version range
+    kafkalab decode CAPTURE [-Y FILTER]    a capture's frames as a table, JSON Lines, CSV or Parquet
+    kafkalab stats CAPTURE                 per-API counts, latencies, errors, topics, client versions
+    kafkalab sniff -i IFACE [-w OUT.pcap]  live Kafka traffic (scapy)
+    kafkalab broker [--port 9092]          the broker in the foreground
 
 Data goes to stdout, problems to stderr. Exit codes: 0 ok, 1 input problem, 2 usage.
 """
@@ -90,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     apis = sub.add_parser("apis", help="list every API key and version range the codec knows")
     apis.set_defaults(func=cmd_apis)
     from kafkalab.broker.cli import add_parser as add_broker_parser
+    from kafkalab.capture.cli import add_parsers as add_capture_parsers
     add_broker_parser(sub)
+    add_capture_parsers(sub)
     return parser
 
 

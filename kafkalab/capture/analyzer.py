@@ -10,12 +10,14 @@ from __future__ import annotations
 from typing import Iterable
 
 from kafkalab.dissect.frame import Frame
-from kafkalab.pcap import TcpPacket
+from kafkalab.pcap import ACK, FIN, RST, SYN, TcpPacket
 
 from .connection import Connection
+from .reassembly import SEQ_MOD
 from .session import KafkaSession
 
 DEFAULT_PORTS = frozenset({9092, 9093, 9094})
+_UNUSUAL = SYN | FIN | RST          # segments that change a connection's state take the general path
 
 
 class Analyzer:
@@ -24,13 +26,45 @@ class Analyzer:
         self.connections: list[Connection] = []
         self.sessions: dict[int, KafkaSession] = {}
         self._current: dict[tuple, Connection] = {}
-        self._host_requests: dict[str, list] = {}
+        # (src, sport, dst, dport) -> (connection, sender, sender's half, receiver's half, session)
+        self._routes: dict[tuple, tuple] = {}
+        self._host_requests: dict[str, dict] = {}
+        self.topic_names: dict = {}            # topic id -> name, learnt from Metadata responses and the like
+        self.next_stream: int | None = None    # set by a caller that numbers streams itself (the bulk reader)
         self.frame_count = 0
         self.packet_count = 0
         self.diagnostics: list[str] = []
 
     def feed(self, packet: TcpPacket) -> list[Frame]:
         self.packet_count += 1
+        flags = packet.flags
+        route = self._routes.get((packet.src, packet.sport, packet.dst, packet.dport))
+        if route is not None and not flags & _UNUSUAL:
+            # The common case, inlined: an established connection, a data and/or ACK segment.
+            conn, sender, half, peer, session = route
+            ts = packet.ts_ns / 1e9
+            if ts > conn.last_ts:
+                conn.last_ts = ts
+            conn.packets[sender] += 1
+            payload = packet.payload
+            frames = None
+            if payload:
+                conn.payload_bytes[sender] += len(payload)
+                delivered = half.delivered
+                base = half.base
+                if (base is not None and not half._starts and not half.ended and half.fin_offset is None
+                        and (packet.seq - base - delivered) % SEQ_MOD == 0):
+                    half.delivered = delivered + len(payload)
+                    frames = session.data(sender, delivered, payload, ts)
+                else:
+                    frames = self._dispatch(session, [(sender, e) for e in half.segment(packet.seq, payload)],
+                                            ts)
+            if flags & ACK:
+                events = peer.peer_ack(packet.ack)
+                if events:
+                    more = self._dispatch(session, [(conn.other(sender), e) for e in events], ts)
+                    frames = frames + more if frames else more
+            return self._emit(frames) if frames else []
         a, b = (packet.src, packet.sport), (packet.dst, packet.dport)
         key = (a, b) if a <= b else (b, a)
         conn = self._current.get(key)
@@ -41,10 +75,14 @@ class Analyzer:
         events = conn.packet(packet)
         if session is None or not events:
             return []
+        return self._emit(self._dispatch(session, events, ts))
+
+    @staticmethod
+    def _dispatch(session: KafkaSession, events: list, ts: float) -> list[Frame]:
         frames: list[Frame] = []
         for sender, event in events:
             frames.extend(session.event(sender, event, ts))
-        return self._emit(frames)
+        return frames
 
     def finish(self) -> list[Frame]:
         """End of input: flush every connection (held segments, final gaps)."""
@@ -58,22 +96,32 @@ class Analyzer:
                 frames.extend(session.finish())
         return self._emit(frames)
 
+    def awaiting_response(self, frame: Frame) -> bool:
+        """True while ``frame`` (a request) waits for a response that may still come."""
+        session = self.sessions.get(frame.stream)
+        return session is not None and session.in_flight.get(frame.correlation_id) is frame
+
     def _open(self, key: tuple, a, b, ts: float, packet: TcpPacket) -> Connection:
-        conn = Connection(len(self.connections), a, b, ts)
+        index = len(self.connections) if self.next_stream is None else self.next_stream
+        conn = Connection(index, a, b, ts)
         self.connections.append(conn)
         self._current[key] = conn
         kafka_port = packet.sport in self.ports or packet.dport in self.ports
         if kafka_port and conn.client is None and not (packet.flags & 0x02):
             conn.client = a if packet.dport in self.ports else b
-        self.sessions[conn.index] = KafkaSession(conn, kafka_port, self._host_requests)
+        session = self.sessions[conn.index] = KafkaSession(conn, kafka_port, self._host_requests,
+                                                                   self.topic_names)
+        for sender, receiver in ((a, b), (b, a)):          # the fast path's view of the two directions
+            self._routes[sender + receiver] = (conn, sender, conn.halves[sender], conn.halves[receiver], session)
         return conn
 
     def _emit(self, frames: list[Frame]) -> list[Frame]:
         for frame in frames:
             self.frame_count += 1
             frame.frame = self.frame_count
-            request = frame.__dict__.pop("_request", None)
+            request = frame._request
             if request is not None:
+                frame._request = None
                 frame.request_frame = request.frame
                 request.response_frame = frame.frame
                 latency = round((frame.ts - request.ts) * 1000.0, 6)

@@ -5,7 +5,9 @@ Inputs: a pcap/pcapng path (optionally gzip-compressed), a binary file object, o
 """
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from typing import Iterable, Iterator
 
 from kafkalab.dissect import format_tree, hexdump
@@ -73,33 +75,56 @@ def iter_frames(source, ports: Iterable[int] | None = None, *, diagnostics: list
 
 
 class Capture:
-    """A whole capture: frames (objects and tables), exchanges, records and connections."""
+    """A whole capture: frames (objects and tables), exchanges, records and connections.
 
-    def __init__(self, frames: list[Frame], analyzer: Analyzer, diagnostics: list[str]) -> None:
-        self.frame_list = frames
+    After a bulk read (see :mod:`.bulk`) the frames are held as a table and become :class:`Frame` objects on
+    first access; ``frame_list`` makes them all."""
+
+    def __init__(self, frames, analyzer: Analyzer, diagnostics: list[str], *,
+                 connections: list[dict] | None = None, packets: int | None = None,
+                 streams: int | None = None) -> None:
+        self._store = None if isinstance(frames, list) else frames     # the bulk reader's FrameStore
+        self._list: list[Frame] | None = frames if self._store is None else None
         self.diagnostics = diagnostics
         self._analyzer = analyzer
+        self._extra_connections = connections or []
+        self._packets = analyzer.packet_count if packets is None else packets
+        self._streams = len(analyzer.sessions) if streams is None else streams
         self._tables: dict[str, object] = {}
+        if self._store is not None:
+            self._tables["frames"] = self._store.table
+
+    @property
+    def frame_list(self) -> list[Frame]:
+        """Every frame as a Frame object (made on first use where the read kept only table rows)."""
+        if self._list is None:
+            with gc_paused():
+                self._list = self._store.frames()
+        return self._list
 
     def __len__(self) -> int:
-        return len(self.frame_list)
+        return len(self._store) if self._list is None else len(self._list)
 
     def __iter__(self) -> Iterator[Frame]:
-        return iter(self.frame_list)
+        if self._list is not None:
+            return iter(self._list)
+        return (self._store.frame(i) for i in range(len(self._store)))
 
     def __getitem__(self, number: int) -> Frame:
         """Frame ``number`` (1-based, as in the ``frame`` column)."""
-        if not isinstance(number, int) or not 1 <= number <= len(self.frame_list):
-            raise IndexError(f"frame numbers run from 1 to {len(self.frame_list)}, not {number!r}")
-        return self.frame_list[number - 1]
+        if not isinstance(number, int) or not 1 <= number <= len(self):
+            raise IndexError(f"frame numbers run from 1 to {len(self)}, not {number!r}")
+        if self._list is not None:
+            return self._list[number - 1]
+        return self._store.frame(number - 1)
 
     def __repr__(self) -> str:
-        return (f"<Capture: {len(self)} Kafka frames in {len(self._analyzer.sessions)} TCP streams, "
-                f"{self._analyzer.packet_count} TCP packets>")
+        return f"<Capture: {len(self)} Kafka frames in {self._streams} TCP streams, {self._packets} TCP packets>"
 
     def _table(self, name: str, build):
         if name not in self._tables:
-            self._tables[name] = build()
+            with gc_paused():
+                self._tables[name] = build()
         return self._tables[name]
 
     @property
@@ -123,7 +148,7 @@ class Capture:
         return self._table("connections", lambda: connections_table(self.connection_rows()))
 
     def connection_rows(self) -> list[dict]:
-        rows = []
+        rows = list(self._extra_connections)
         for conn in self._analyzer.connections:
             session = self._analyzer.sessions.get(conn.index)
             if session is None or not session.kafka:
@@ -139,7 +164,24 @@ class Capture:
                 "client_ids": list(session.client_ids), "gaps": conn.gaps, "gap_bytes": conn.gap_bytes,
                 "midstream": conn.midstream, "state": conn.state,
             })
+        rows.sort(key=lambda row: row["stream"])
         return rows
+
+    def filter(self, expression):
+        """The rows of the frames table matching a filter expression (see :mod:`kafkalab.dissect.filter`),
+        e.g. ``cap.filter('api_name == "Produce" and latency_ms > 5')``."""
+        import numpy as np
+
+        from kafkalab.dissect.filter import compile_filter
+
+        predicate = compile_filter(expression)
+        if self._list is None:                  # frames held as a table: test its rows, make no objects
+            table = self.frames
+            mask = np.fromiter((predicate(row) for row in table.itertuples(index=False)), dtype=bool,
+                               count=len(table))
+        else:
+            mask = np.fromiter((predicate(f) for f in self._list), dtype=bool, count=len(self._list))
+        return self.frames[mask]
 
     def text(self, number: int, *, hex: bool = False) -> str:
         """Frame ``number`` like ``tshark -V`` (plus ``-x`` with ``hex=True``)."""
@@ -165,8 +207,33 @@ def format_frame(frame: Frame, *, hex: bool = False) -> str:
 
 def read_capture(path_or_packets, ports: Iterable[int] | None = None, progress=None) -> Capture:
     """Read a whole capture (pcap/pcapng path, gzip or not, a file object, or packets) into a Capture."""
-    analyzer = Analyzer(ports)
-    diagnostics: list[str] = []
-    frames = list(iter_frames(path_or_packets, ports, diagnostics=diagnostics, progress=progress,
-                              _analyzer=analyzer))
+    with gc_paused():
+        if BULK:
+            from .bulk import read_bulk
+
+            capture = read_bulk(path_or_packets, ports)
+            if capture is not None:
+                return capture
+        analyzer = Analyzer(ports)
+        diagnostics: list[str] = []
+        frames = list(iter_frames(path_or_packets, ports, diagnostics=diagnostics, progress=progress,
+                                  _analyzer=analyzer))
     return Capture(frames, analyzer, diagnostics)
+
+
+BULK = True         # read_capture tries the bulk reader first (tests switch it off to compare)
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while a capture is read into memory. Reading allocates millions of
+    small, long-lived, acyclic objects (frames, bodies); each collection would walk all of them again,
+    which costs more than the reading itself. Refcounting still frees everything as usual, and the collector
+    is switched back on (if it was on) afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -34,32 +34,78 @@ Plausible = Callable[[bytes, int], "bool | None"]
 
 
 class FrameCutter:
+    """Two modes. Synced: frames are cut straight out of the chunks given (a chunk holding exactly one frame
+    is used as the frame's bytes; a frame spread over several chunks is joined once, when complete). Unsynced
+    (after a gap, or told the start is uncertain): the bytes go to a buffer scanned for a plausible start."""
+
     def __init__(self, plausible: Plausible, synced: bool = True) -> None:
         self.plausible = plausible
         self.synced = synced
-        self._buf = bytearray()
+        self._buf = bytearray()             # unsynced mode (and what follows a resync until it is used up)
         self._pos = 0                       # next unread byte in _buf
         self._offset = 0                    # stream offset of _buf[0]
+        self._parts: list = []              # synced mode: the chunks of an incomplete frame
+        self._have = 0                      # bytes in _parts
+        self._need = 0                      # size of that frame with its prefix (0: prefix incomplete)
+        self._start = 0                     # its stream offset
         self._notes: list[str] = []         # diagnostics for the next frame
         self.skipped = 0
 
     @property
     def buffered(self) -> int:
-        return len(self._buf) - self._pos
+        return len(self._buf) - self._pos + self._have
 
     def data(self, offset: int, data: bytes) -> list[CutFrame]:
-        if not self.buffered:
-            self._buf.clear()
-            self._pos, self._offset = 0, offset
-            if self.synced and not self._notes:
-                frames, used = self._cut_whole(offset, data)
-                if used == len(data):
+        if not self.synced or len(self._buf) > self._pos:
+            self._buf += data
+            return self._run()
+        frames: list[CutFrame] = []
+        n = len(data)
+        pos = 0
+        if self._have:
+            if self._need == 0:            # the size prefix itself was split: rare, join and start over
+                data = b"".join(self._parts + [data])
+                offset, n = self._start, len(data)
+                self._parts, self._have = [], 0
+            else:
+                missing = self._need - self._have
+                if n < missing:
+                    self._parts.append(data)
+                    self._have += n
                     return frames
-                self._buf += memoryview(data)[used:]
-                self._offset = offset + used
+                self._parts.append(memoryview(data)[:missing] if missing < n else data)
+                frames.append(CutFrame(self._start, b"".join(self._parts), self._take_notes()))
+                self._parts, self._have = [], 0
+                pos = missing
+        unpack = _SIZE.unpack_from
+        while pos + 4 <= n:
+            size = unpack(data, pos)[0]
+            if size < 0 or size > MAX_FRAME:
+                self._buf = bytearray(memoryview(data)[pos:])
+                self._pos, self._offset = 0, offset + pos
                 return frames + self._run()
-        self._buf += data
-        return self._run()
+            end = pos + 4 + size
+            if end > n:
+                self._need = 4 + size
+                break
+            raw = data if (pos == 0 and end == n) else data[pos:end]
+            frames.append(CutFrame(offset + pos, raw, self._take_notes() if self._notes else []))
+            pos = end
+        else:
+            self._need = 0
+        if pos < n:
+            self._parts = [memoryview(data)[pos:] if pos else data]
+            self._have = n - pos
+            self._start = offset + pos
+        return frames
+
+    def _take_notes(self) -> list[str]:
+        notes, self._notes = self._notes, []
+        return notes
+
+    def note(self, text: str) -> None:
+        """A diagnostic for the next frame cut."""
+        self._notes.append(text)
 
     def gap(self, offset: int, length: int) -> list[CutFrame]:
         """Bytes [offset, offset+length) are lost: whatever frame was in progress is gone. Returns the frames
@@ -67,6 +113,7 @@ class FrameCutter:
         frames = self._settle()
         lost_partial = self.buffered
         self._buf.clear()
+        self._parts, self._have, self._need = [], 0, 0
         self._pos, self._offset = 0, offset + length
         self.synced = False
         note = f"gap before frame: {length} bytes lost at stream offset {offset}"
@@ -84,7 +131,7 @@ class FrameCutter:
         buffer can never be confirmed, so scan on past such candidates. Without this, a false candidate
         (bytes of a frame cut by the gap that happen to look like a header with a large size) would swallow
         the real frames buffered behind it when the buffer is discarded."""
-        if self.synced or not self.buffered:
+        if self.synced or len(self._buf) <= self._pos:
             return []
         waiting = self.plausible
         self.plausible = lambda buf, pos: bool(waiting(buf, pos))
@@ -95,17 +142,6 @@ class FrameCutter:
 
     def pending_bytes(self) -> int:
         return self.buffered
-
-    def _cut_whole(self, offset: int, data: bytes) -> tuple[list[CutFrame], int]:
-        frames: list[CutFrame] = []
-        pos, n = 0, len(data)
-        while pos + 4 <= n:
-            size = _SIZE.unpack_from(data, pos)[0]
-            if size < 0 or size > MAX_FRAME or pos + 4 + size > n:
-                break
-            frames.append(CutFrame(offset + pos, data[pos:pos + 4 + size] if (pos or size + 4 != n) else data))
-            pos += 4 + size
-        return frames, pos
 
     def _run(self) -> list[CutFrame]:
         frames: list[CutFrame] = []
@@ -125,7 +161,9 @@ class FrameCutter:
                 continue
             if available < 4 + size:
                 break
-            frame = CutFrame(self._offset + self._pos, bytes(buf[self._pos:self._pos + 4 + size]), self._notes)
+            with memoryview(buf) as view:
+                raw = bytes(view[self._pos:self._pos + 4 + size])
+            frame = CutFrame(self._offset + self._pos, raw, self._notes)
             self._notes = []
             frames.append(frame)
             self._pos += 4 + size

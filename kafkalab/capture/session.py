@@ -2,18 +2,20 @@
 
 Owns: which side is the client (handshake, then Kafka ports, then "the side whose bytes look like a request"),
 whether the connection carries Kafka at all (known port, or a plausible request answered by a response with
-the same correlation id: until then frames are held back), the two :class:`FrameCutter`s, the
-:class:`Correlator`, and turning cut frames into :class:`Frame`s. Must not know TCP sequence numbers (it
-gets ordered bytes and gaps) nor frame numbering (its caller numbers frames as they are emitted).
+the same correlation id: until then frames are held back), the two :class:`FrameCutter`s, the requests in
+flight (the rules of :mod:`kafkalab.protocol.correlation`), and turning cut frames into :class:`Frame`s.
+Must not know TCP sequence numbers (it gets ordered bytes and gaps) nor frame numbering (its caller numbers
+frames as they are emitted).
 """
 from __future__ import annotations
 
 import struct
 
-from kafkalab.dissect.frame import Frame, frame_from_message
+from kafkalab.dissect import decoding
+from kafkalab.dissect.frame import Frame, build_frame
 from kafkalab.pcap import endpoint
-from kafkalab.protocol import DecodeError, ProtocolError, Response, decode_request, decode_response
-from kafkalab.protocol.correlation import Correlator
+from kafkalab.protocol import Response
+from kafkalab.protocol.correlation import PRODUCE, expects_response
 
 from .connection import Connection, Endpoint
 from .framing import CutFrame, FrameCutter
@@ -21,23 +23,35 @@ from .inference import infer_response
 from .plausible import MAX_RESYNC_FRAME, plausible_request, request_header_ok, response_head
 from .reassembly import DataReceived, GapDetected, StreamEnded
 
+_KEEP_MESSAGES = frozenset({-1, 18})     # unknown API, ApiVersions
+MIDSTREAM_NOTE = "capture started mid-connection (this direction's earlier bytes were not captured)"
 PROBE_LIMIT = 1 << 20            # bytes examined on a non-Kafka port before giving up
 API_VERSIONS = 18
+_CORRELATION = struct.Struct(">i")
 
 
 class KafkaSession:
-    def __init__(self, connection: Connection, kafka_port: bool, host_requests: dict) -> None:
+    def __init__(self, connection: Connection, kafka_port: bool, host_requests: dict,
+                 topic_names: dict | None = None) -> None:
         self.connection = connection
         self.kafka = True if kafka_port else None       # None: still probing
-        self.correlator = Correlator()
+        # requests waiting for their response, by correlation id (see kafkalab.protocol.correlation: the same
+        # rules, kept inline here because this runs for every frame): correlation id -> request Frame
+        self.in_flight: dict[int, Frame] = {}
         self.cutters: dict[Endpoint, FrameCutter] = {}
         self.held: list[Frame] = []
         self.probed = 0
-        self.requests_seen: list[tuple[int, int]] = []
+        # (api_key, api_version) pairs asked, in order of first use (a dict as an ordered set, bounded by schema)
+        self.requests_seen: dict[tuple[int, int], None] = {}
         self.advertised: list[tuple[int, int]] = []
-        self.host_requests = host_requests          # client ip -> [(api_key, api_version)] across the capture
+        self.host_requests = host_requests          # client ip -> {(api_key, api_version): None}, capture-wide
+        self.topic_names = {} if topic_names is None else topic_names   # topic id -> name, capture-wide
         self.client_ids: list[str] = []
         self.frames_sent = {e: 0 for e in connection.endpoints}
+        self.names = {e: endpoint(*e) for e in connection.endpoints}
+        first, second = connection.endpoints
+        self.peer = {first: second, second: first}
+        self._sides: dict[Endpoint, tuple[FrameCutter, bool]] = {}     # sender -> (its cutter, is it the client)
 
     # ------------------------------------------------------------ roles
 
@@ -54,6 +68,8 @@ class KafkaSession:
             half = self.connection.halves[sender]
             plausible = plausible_request if is_client else self._plausible_response
             cutter = self.cutters[sender] = FrameCutter(plausible, synced=not half.midstream)
+            if half.midstream:
+                cutter.note(MIDSTREAM_NOTE)
         return cutter
 
     def _plausible_response(self, buf, pos: int) -> bool | None:
@@ -63,8 +79,16 @@ class KafkaSession:
         size, correlation_id = head
         if size < 4 or size > MAX_RESYNC_FRAME or correlation_id < 0:
             return False
-        waiting = self.correlator.pending()
-        return not waiting or any(w.correlation_id == correlation_id for w in waiting)
+        if correlation_id in self.in_flight:
+            return True
+        if not self.requests_seen:             # nothing to judge by (a capture starting mid-connection)
+            return not self.in_flight
+        # Its request may have been lost too: then it must read exactly as an answer to one of the
+        # (API, version) pairs this connection has used (it will be decoded as an inferred response).
+        if len(buf) - pos < 4 + size:
+            return None
+        raw = bytes(buf[pos:pos + 4 + size])
+        return any(_fits_exactly(raw, key, version) for key, version in self.requests_seen)
 
     # ------------------------------------------------------------ events
 
@@ -72,13 +96,7 @@ class KafkaSession:
         if self.kafka is False:
             return []
         if isinstance(event, DataReceived):
-            if self.kafka is None:
-                self.probed += len(event.data)
-                if self.probed > PROBE_LIMIT:
-                    return self._give_up()
-            is_client = self._client(sender, event.data) == sender
-            cut = self._cutter(sender, is_client).data(event.offset, event.data)
-            return self._frames(cut, sender, is_client, ts)
+            return self.data(sender, event.offset, event.data, ts)
         if isinstance(event, StreamEnded):
             cutter = self.cutters.get(sender)
             if cutter is not None:
@@ -94,6 +112,21 @@ class KafkaSession:
                                 is_client, ts)
         return []
 
+    def data(self, sender: Endpoint, offset: int, data: bytes, ts: float) -> list[Frame]:
+        """In-order bytes from ``sender`` at stream ``offset``: the frames they complete."""
+        if self.kafka is not True:
+            if self.kafka is False:
+                return []
+            self.probed += len(data)
+            if self.probed > PROBE_LIMIT:
+                return self._give_up()
+        side = self._sides.get(sender)
+        if side is None:
+            is_client = self._client(sender, data) == sender
+            side = self._sides[sender] = (self._cutter(sender, is_client), is_client)
+        cut = side[0].data(offset, data)
+        return self._frames(cut, sender, side[1], ts) if cut else []
+
     def finish(self) -> list[Frame]:
         """End of capture: frames held while probing are dropped unless the connection proved to be Kafka."""
         self.held = []
@@ -103,12 +136,16 @@ class KafkaSession:
         self.kafka = False
         self.held = []
         self.cutters = {}
+        self._sides = {}
         return []
 
     def _frames(self, cut: list[CutFrame], sender: Endpoint, is_client: bool, ts: float) -> list[Frame]:
+        decode = self._request if is_client else self._response
+        if self.kafka is True:
+            return [decode(piece, sender, ts) for piece in cut]
         out: list[Frame] = []
         for piece in cut:
-            frame = self._request(piece, sender, ts) if is_client else self._response(piece, sender, ts)
+            frame = decode(piece, sender, ts)
             if self.kafka is None:
                 if not self._probe(frame, is_client):
                     return self._give_up()
@@ -124,7 +161,7 @@ class KafkaSession:
         """While probing a non-Kafka port: False rules the connection out; a clean pair confirms it."""
         if is_client:
             return frame.api_key >= 0 and not _malformed(frame)
-        if getattr(frame, "_request", None) is not None and not _malformed(frame):
+        if frame._request is not None and not _malformed(frame):
             self.kafka = True
             return True
         return frame.api_key >= 0 or not self.held
@@ -132,70 +169,85 @@ class KafkaSession:
     # ------------------------------------------------------------ decoding
 
     def _request(self, piece: CutFrame, sender: Endpoint, ts: float) -> Frame:
-        try:
-            message = decode_request(piece.raw)
-        except (ProtocolError, ValueError):
-            message = decode_request(piece.raw, annotate=True)
-        frame = self._frame(message, piece, sender, ts)
-        if message.api_key >= 0 and message.api_version >= 0 and message.correlation_id >= 0:
-            self.correlator.request(message.api_key, message.api_version, message.correlation_id,
-                                    message.client_id, token=frame, body=message.body)
-            pair = (message.api_key, message.api_version)
-            self.requests_seen.append(pair)
-            self.host_requests.setdefault(sender[0], []).append(pair)
-        if message.client_id and message.client_id not in self.client_ids:
-            self.client_ids.append(message.client_id)
+        message = decoding.request(piece.raw)
+        frame = self._frame(message, piece, sender, ts, None, False)
+        api_key, api_version, correlation_id = message.api_key, message.api_version, message.correlation_id
+        if api_key >= 0 and api_version >= 0 and correlation_id >= 0:
+            if api_key != PRODUCE or expects_response(api_key, message.body):
+                self.in_flight[correlation_id] = frame
+            pair = (api_key, api_version)
+            self.requests_seen[pair] = None
+            host = self.host_requests.get(sender[0])
+            if host is None:
+                host = self.host_requests[sender[0]] = {}
+            host[pair] = None
+        client_id = message.client_id
+        if client_id and client_id not in self.client_ids:
+            self.client_ids.append(client_id)
         return frame
 
     def _response(self, piece: CutFrame, sender: Endpoint, ts: float) -> Frame:
         raw = piece.raw
-        correlation_id = struct.unpack_from(">i", raw, 4)[0] if len(raw) >= 8 else -1
-        waiting = self.correlator.response(correlation_id)
-        request, inferred, note = None, False, None
-        if waiting is not None:
-            request = waiting.token
-            try:
-                message = decode_response(raw, waiting.api_key, waiting.api_version)
-            except (ProtocolError, ValueError):
-                message = decode_response(raw, waiting.api_key, waiting.api_version, annotate=True)
+        correlation_id = _CORRELATION.unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
+        request = self.in_flight.pop(correlation_id, None)
+        if request is not None:
+            message = decoding.response(raw, request.api_key, request.api_version)
+            frame = self._frame(message, piece, sender, ts, request.client_id, False)
+            frame._request = request
         else:
             client = self.connection.other(sender)
-            tiers = [("this connection's requests", self.requests_seen[::-1]),
-                     ("the ApiVersions ranges advertised", self.advertised),
-                     ("requests from the same client host", self.host_requests.get(client[0], [])[::-1])]
-            message, note = infer_response(raw, tiers)
-            inferred = message is not None
-            if message is None:
-                message = Response(api_key=-1, api_name="", api_version=-1, correlation_id=correlation_id,
-                                   body=None, size=struct.unpack_from(">i", raw, 0)[0], diagnostics=[note])
-        frame = self._frame(message, piece, sender, ts, client_id=waiting.client_id if waiting else None,
-                            inferred=inferred)
-        if request is not None:
-            frame._request = request
+            message, inferred = unpaired_response(raw, correlation_id, self.requests_seen, self.advertised,
+                                                  self.host_requests.get(client[0], {}))
+            frame = self._frame(message, piece, sender, ts, None, inferred)
         if message.api_key == API_VERSIONS and message.body:
-            self._remember_ranges(message.body)
+            self.advertised.extend(advertised_ranges(message.body))
         return frame
 
-    def _remember_ranges(self, body: dict) -> None:
-        for entry in body.get("api_keys") or []:
-            try:
-                low, high = int(entry["min_version"]), int(entry["max_version"])
-                key = int(entry["api_key"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            self.advertised.extend((key, v) for v in range(max(low, 0), min(high, 64) + 1))
-
-    def _frame(self, message, piece: CutFrame, sender: Endpoint, ts: float, client_id: str | None = None,
-               inferred: bool = False) -> Frame:
-        receiver = self.connection.other(sender)
-        frame = frame_from_message(message, piece.raw, number=0, ts=ts, stream=self.connection.index,
-                                   src=endpoint(*sender), dst=endpoint(*receiver), client_id=client_id,
-                                   inferred=inferred)
+    def _frame(self, message, piece: CutFrame, sender: Endpoint, ts: float, client_id: str | None,
+               inferred: bool) -> Frame:
+        names = self.names
+        # the message is decoded again from the bytes when asked for, except where that would not give the
+        # same object (inferred responses, ApiVersions and its KIP-511 fallback, undecodable frames)
+        keep = inferred or message.api_key in _KEEP_MESSAGES or message.body is None
+        frame = build_frame(message, piece.raw, ts, self.connection.index, names[sender], names[self.peer[sender]],
+                            client_id, inferred, keep, 0, self.topic_names)
         if piece.diagnostics:
             frame.diagnostics = piece.diagnostics + frame.diagnostics
         frame.stream_offset = piece.offset
         self.frames_sent[sender] += 1
         return frame
+
+
+def unpaired_response(raw: bytes, correlation_id: int, requests_seen: dict, advertised: list,
+                      host_seen: dict) -> tuple[Response, bool]:
+    """(message, inferred) for a response whose request was not seen: inferred by trial decoding over the
+    connection's requests, the advertised ranges and the client host's requests; else left undecoded."""
+    tiers = [("this connection's requests", list(reversed(requests_seen))),
+             ("the ApiVersions ranges advertised", advertised),
+             ("requests from the same client host", list(reversed(host_seen)))]
+    message, note = infer_response(raw, tiers)
+    if message is not None:
+        return message, True
+    return Response(api_key=-1, api_name="", api_version=-1, correlation_id=correlation_id, body=None,
+                    size=struct.unpack_from(">i", raw, 0)[0], diagnostics=[note]), False
+
+
+def advertised_ranges(body: dict) -> list[tuple[int, int]]:
+    """(api_key, version) pairs an ApiVersions response advertises."""
+    out = []
+    for entry in body.get("api_keys") or []:
+        try:
+            low, high = int(entry["min_version"]), int(entry["max_version"])
+            key = int(entry["api_key"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        out.extend((key, v) for v in range(max(low, 0), min(high, 64) + 1))
+    return out
+
+
+def _fits_exactly(raw: bytes, api_key: int, api_version: int) -> bool:
+    message = decoding.response(raw, api_key, api_version)
+    return message.body is not None and not message.diagnostics
 
 
 def _malformed(frame: Frame) -> bool:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import Any
 
-from kafkalab.protocol import Message, Request, decode_request, decode_response
+from kafkalab.protocol import Message, decode_request, decode_response
+from kafkalab.protocol.schema.error_codes import error_name
 from kafkalab.protocol.tree import FieldNode
 
-from .facts import body_layout, first_error, record_count, topic_partitions
+from .facts import FACTS_BY_VERSION, facts_function
 
 FRAME_COLUMNS = ["frame", "time", "stream", "src", "dst", "kind", "api_key", "api_name", "api_version",
                  "correlation_id", "client_id", "size", "request_frame", "response_frame", "latency_ms",
@@ -54,9 +56,32 @@ class Frame:
     diagnostics: list[str] = field(default_factory=list)
     inferred: bool = False
     stream_offset: int | None = None     # captures: where the frame starts in its TCP stream
+    topic_ids: dict | None = field(default=None, repr=False)   # topic id -> name (or None) for topics named by id
     raw: bytes = field(default=b"", repr=False)
     message: Message | None = field(default=None, repr=False)
     _tree: FieldNode | None = field(default=None, repr=False)
+    #: captures: the request frame a response answers, until the frames are numbered and linked
+    _request: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __getattr__(self, name: str):
+        # Reached only for an attribute that is not set: ``message`` of a frame whose decoded message was
+        # not kept (see ``frame_from_message(keep_message=False)``) is decoded again from ``raw``, once.
+        if name == "message":
+            message = self._decode_again()
+            self.message = message
+            return message
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _decode_again(self) -> Message | None:
+        from .decoding import request, response
+
+        if not self.raw:
+            return None
+        if self.kind == "request":
+            return request(self.raw)
+        if self.api_key >= 0:
+            return response(self.raw, self.api_key, self.api_version)
+        return None
 
     @property
     def time(self) -> datetime:
@@ -83,66 +108,327 @@ class Frame:
         return row
 
 
+def frame_record(frame: Frame, *, body: bool = True) -> dict[str, Any]:
+    """The JSON Lines object of a frame (the data model): the frame columns with ``ts`` (epoch seconds) in
+    place of ``time``, then ``body`` with snake_case keys, UUIDs as strings, bytes as lowercase hex and
+    RECORDS fields as lists of batch objects with their records."""
+    from kafkalab.protocol.values import to_plain
+
+    out: dict[str, Any] = {}
+    for name in FRAME_COLUMNS:
+        if name == "time":
+            out["ts"] = frame.ts
+        else:
+            value = getattr(frame, name)
+            out[name] = list(value) if isinstance(value, list) else value
+    if body:
+        out["body"] = to_plain(frame.body)
+    return out
+
+
+# The dataclass left ``message``'s default (None) on the class, where it would hide a dropped message from
+# ``__getattr__``; the generated ``__init__`` keeps its own copy of the default, so it can go.
+del Frame.message
+
+
 def frame_from_message(message: Message, raw: bytes, *, number: int, ts: float, stream: int = 0,
                        src: str = "", dst: str = "", client_id: str | None = None,
-                       inferred: bool = False) -> Frame:
-    """Build a Frame from a decoded message (requests carry their client id; responses get it passed)."""
+                       inferred: bool = False, keep_message: bool = True) -> Frame:
+    """Build a Frame from a decoded message (requests carry their client id; responses get it passed).
+
+    With ``keep_message=False`` the frame does not hold on to the decoded message: ``message``, ``body`` and
+    the tables that need bodies decode ``raw`` again when first asked (decoding is deterministic, so the
+    result is the same). Captures use this: a read keeps each frame's facts and bytes, not millions of
+    small dicts the garbage collector would have to walk again and again."""
+    return build_frame(message, raw, ts, stream, src, dst, client_id, inferred, keep_message, number)
+
+
+def build_frame(message: Message, raw: bytes, ts: float, stream: int, src: str, dst: str, client_id: str | None,
+                inferred: bool, keep_message: bool, number: int = 0, topic_names: dict | None = None) -> Frame:
+    """:func:`frame_from_message` with positional arguments (the capture reader's per-frame call).
+    ``topic_names`` (topic id -> name) resolves topics named only by id, and learns the pairs this frame
+    gives (Metadata responses)."""
     kind = message.kind
-    if isinstance(message, Request):
+    if kind == "request":
         client_id = message.client_id
-    frame = Frame(frame=number, ts=ts, stream=stream, src=src, dst=dst, kind=kind, api_key=message.api_key,
-                  api_name=message.api_name, api_version=message.api_version,
-                  correlation_id=message.correlation_id, client_id=client_id, size=message.size,
-                  diagnostics=list(message.diagnostics), inferred=inferred, raw=raw, message=message)
-    if message.tree is not None:
-        frame._tree = message.tree
-    layout = body_layout(message.api_key, kind, message.api_version) if message.api_key >= 0 else None
-    partitions: dict[str, list[int]] = {}
-    if layout is not None and message.body is not None:
-        partitions = topic_partitions(layout, message.body)
-        frame.topics = list(partitions)
-        frame.error_code, frame.error = first_error(layout, message.body)
-        frame.record_count = record_count(layout, message.body)
-    frame.summary = summarize(frame, partitions)
+    topics, code, error, count, diagnostics, summary, topic_ids = describe(message, topic_names, keep_message)
+    frame = Frame(number, ts, stream, src, dst, kind, message.api_key, message.api_name, message.api_version,
+                  message.correlation_id, client_id, message.size, None, None, None, code, error, topics, count,
+                  summary, diagnostics, inferred, None, topic_ids, raw, message, message.tree)
+    if not keep_message:
+        del frame.message
     return frame
+
+
+def describe(message: Message, topic_names: dict | None = None, own_diagnostics: bool = False) -> tuple:
+    """(topics, error_code, error, record_count, diagnostics, summary, topic_ids) of a decoded message: the
+    frame columns that come from its body. ``diagnostics`` is a new list unless ``own_diagnostics`` (the
+    caller drops the message, so its list can be taken over). Topics given only by id come after the named
+    ones, by name where ``topic_names`` knows them."""
+    api_key = message.api_key
+    diagnostics = message.diagnostics if own_diagnostics else list(message.diagnostics)
+    body = message.body
+    kind = message.kind
+    version = message.api_version
+    if api_key < 0 or body.__class__ is not dict:
+        return [], 0, None, 0, diagnostics, summary_text(message.api_name, version, kind, _NO_PARTITIONS, 0,
+                                                          None, None, None, diagnostics), None
+    fn = FACTS_BY_VERSION.get((api_key, kind, version), False)
+    if fn is False:
+        fn = facts_function(api_key, kind, version)
+    if fn is None:
+        return [], 0, None, 0, diagnostics, summary_text(message.api_name, version, kind, _NO_PARTITIONS, 0,
+                                                          None, None, None, diagnostics), None
+    partitions, code, count, notes, pairs, by_id = fn(body)
+    topic_ids = None
+    if pairs and topic_names is not None:
+        topic_names.update(pairs)
+    if by_id:
+        partitions, topic_ids = _resolve_topic_ids(partitions, by_id, topic_names)
+    error = error_name(code) if code else None
+    if notes:
+        diagnostics.extend(notes)
+    names = SUMMARY_FIELDS.get(api_key) if kind == "request" else None
+    summary = None
+    if len(partitions) <= 1 and not diagnostics:
+        # The common shapes (at most one topic and partition) repeat endlessly in real traffic: remember them.
+        if partitions:
+            ((topic, numbers),) = partitions.items()
+            number = numbers[0] if numbers else None
+            if len(numbers) > 1:
+                topic = None
+        else:
+            topic = number = ""
+        if topic is not None:
+            key = (api_key, version, kind, topic, number, count, error,
+                   tuple(map(body.get, names)) if names else None)
+            summary = _SUMMARIES.get(key)
+            if summary is None:
+                summary = summary_text(message.api_name, version, kind, partitions, count, body if names else None,
+                                       names, error, diagnostics)
+                if len(_SUMMARIES) < 65536:
+                    _SUMMARIES[key] = summary
+    if summary is None:
+        summary = summary_text(message.api_name, version, kind, partitions, count, body if names else None, names,
+                               error, diagnostics)
+    return list(partitions), code, error, count, diagnostics, summary, topic_ids
+
+
+_SUMMARIES: dict[tuple, str] = {}
+
+
+_NO_PARTITIONS: dict[str, list[int]] = {}
+
+
+def _resolve_topic_ids(partitions: dict, by_id: dict, topic_names: dict | None) -> tuple[dict, dict]:
+    """Topics given by id join the named ones under their names where known (unknown ids are left out of
+    ``topics``); also returns every id used with its name or None (``Frame.topic_ids``)."""
+    resolved = {name: list(numbers) for name, numbers in partitions.items()}
+    ids = {}
+    for key, numbers in by_id.items():
+        name = topic_names.get(key) if topic_names is not None else None
+        ids[key] = name
+        if name is not None:
+            resolved.setdefault(name, []).extend(numbers)
+    return resolved, ids
 
 
 def summarize(frame: Frame, partitions: dict[str, list[int]]) -> str:
     """One line like a packet list's Info column: "Produce v9 request · orders[0] · 5 records · acks=-1"."""
-    parts = [f"{frame.api_name} v{frame.api_version} {frame.kind}"]
-    for topic, numbers in list(partitions.items())[:3]:
-        unique = sorted(set(numbers))
-        parts.append(f"{topic}[{','.join(map(str, unique[:6]))}{',…' if len(unique) > 6 else ''}]"
-                     if unique else topic)
-    if len(partitions) > 3:
-        parts.append(f"+{len(partitions) - 3} topics")
-    if frame.record_count:
-        parts.append(f"{frame.record_count} record{'s' if frame.record_count != 1 else ''}")
-    body = frame.body or {}
-    if frame.kind == "request":
-        for name in SUMMARY_FIELDS.get(frame.api_key, ()):
-            if name in body and body[name] not in (None, ""):
-                parts.append(f"{name}={body[name]}")
-    if frame.error:
-        parts.append(frame.error)
-    if any(d.startswith("malformed") for d in frame.diagnostics):
-        parts.append("[malformed]")
-    return " · ".join(parts)
+    names = SUMMARY_FIELDS.get(frame.api_key) if frame.kind == "request" else None
+    return summary_text(frame.api_name, frame.api_version, frame.kind, partitions, frame.record_count,
+                        frame.body if names else None, names, frame.error, frame.diagnostics)
+
+
+def summary_text(api_name: str, api_version: int, kind: str, partitions: dict, record_count: int,
+                 body: dict | None, names: tuple | None, error: str | None, diagnostics: list[str]) -> str:
+    text = f"{api_name} v{api_version} {kind}"
+    if partitions:
+        shown = 0
+        for topic, numbers in partitions.items():
+            if shown == 3:
+                text += f" · +{len(partitions) - 3} topics"
+                break
+            shown += 1
+            if not numbers:
+                text += f" · {topic}"
+            elif len(numbers) == 1:
+                text += f" · {topic}[{numbers[0]}]"
+            else:
+                unique = sorted(set(numbers))
+                more = ",…" if len(unique) > 6 else ""
+                text += f" · {topic}[{','.join(map(str, unique[:6]))}{more}]"
+    if record_count:
+        text += f" · {record_count} records" if record_count != 1 else " · 1 record"
+    if names and body:
+        for name in names:
+            value = body.get(name)
+            if value is not None and value != "":
+                text += f" · {name}={value}"
+    if error:
+        text += f" · {error}"
+    if diagnostics and any(d.startswith("malformed") for d in diagnostics):
+        text += " · [malformed]"
+    return text
+
+
+INTEGER_COLUMNS = {"frame": "Int64", "stream": "Int64", "api_key": "Int16", "api_version": "Int16",
+                   "correlation_id": "Int32", "size": "Int64", "request_frame": "Int64", "response_frame": "Int64",
+                   "error_code": "Int16", "record_count": "Int64"}
+STRING_COLUMNS = ("src", "dst", "kind", "api_name", "client_id", "error", "summary")
 
 
 def frames_table(frames):
-    """The ``frames`` table: one row per Frame, FRAME_COLUMNS, Arrow-friendly dtypes."""
+    """The ``frames`` table: one row per Frame, FRAME_COLUMNS, Arrow-friendly dtypes. Built column by column
+    from one pass over the frames (no per-row dicts), each column converted by pyarrow in one call."""
+    frames = frames if isinstance(frames, list) else list(frames)
+    return rows_table([_ROW(f) for f in frames])
+
+
+def rows_table(rows):
+    """The frames table from rows: sequences holding ``ROW_FIELDS`` in that order (more items after them
+    are ignored), or Frame objects."""
+    rows = [r if r.__class__ in (list, tuple) else _ROW(r) for r in rows]
+    if rows:
+        columns = dict(zip(_ROW_FIELDS, zip(*rows)))
+    else:
+        columns = {name: () for name in _ROW_FIELDS}
+    return columns_table(columns)
+
+
+def columns_table(columns: dict):
+    """The frames table from columns: ``ROW_FIELDS`` names -> sequences of values."""
+    import numpy as np
     import pandas as pd
 
-    rows = [f.row() for f in frames]
-    table = pd.DataFrame(rows, columns=FRAME_COLUMNS)
-    integer_columns = {"frame": "Int64", "stream": "Int64", "api_key": "Int16", "api_version": "Int16",
-                       "correlation_id": "Int32", "size": "Int64", "request_frame": "Int64",
-                       "response_frame": "Int64", "error_code": "Int16", "record_count": "Int64"}
-    table = table.astype(integer_columns)
-    table["time"] = pd.to_datetime(table["time"], utc=True)
-    table["latency_ms"] = table["latency_ms"].astype("float64")
-    table["inferred"] = table["inferred"].astype(bool)
-    for name in ("src", "dst", "kind", "api_name", "client_id", "error", "summary"):
-        table[name] = table[name].astype("string")
-    return table
+    n = len(columns["frame"])
+    data = {}
+    for name in FRAME_COLUMNS:
+        if name == "time":
+            ts = np.array(columns["ts"], dtype="float64")
+            micros = np.round(ts * 1e6).astype("int64")
+            data[name] = pd.DatetimeIndex(micros.astype("datetime64[us]"), tz="UTC").as_unit("ns")
+            continue
+        values = columns[name]
+        if name in INTEGER_COLUMNS:
+            data[name] = integer_array(values, INTEGER_COLUMNS[name])
+        elif name in STRING_COLUMNS:
+            data[name] = string_array(values)
+        elif name == "latency_ms":
+            data[name] = float_array(values)
+        elif name == "inferred":
+            data[name] = np.array(values, dtype=bool)
+        else:                                    # lists: topics, diagnostics
+            data[name] = np.fromiter(values, dtype=object, count=n)
+    return pd.DataFrame(data, columns=FRAME_COLUMNS)
+
+
+def frames_arrow(frames):
+    """The frames table as a :class:`pyarrow.Table` with :func:`frames_schema` (no pandas involved): what
+    streaming writers (Parquet) use, batch by batch, with the same columns and types as :func:`frames_table`."""
+    import numpy as np
+    import pyarrow as pa
+
+    from . import arrow
+
+    frames = frames if isinstance(frames, list) else list(frames)
+    schema = frames_schema()
+    if frames:
+        columns = dict(zip(_ROW_FIELDS, zip(*map(_ROW, frames))))
+    else:
+        columns = {name: () for name in _ROW_FIELDS}
+    arrays = []
+    for arrow_field in schema:
+        name = arrow_field.name
+        kind = arrow_field.type
+        if name == "time":
+            micros = np.round(np.array(columns["ts"], dtype="float64") * 1e6).astype("int64")
+            arrays.append(arrow.timestamps_ns(micros * 1000, kind))
+        elif name in INTEGER_COLUMNS:
+            arrays.append(arrow.numbers(columns[name], kind, INTEGER_COLUMNS[name].lower()))
+        elif name in STRING_COLUMNS:
+            arrays.append(arrow.strings(columns[name]))
+        elif name == "latency_ms":
+            arrays.append(arrow.numbers(columns[name], kind, "float64"))
+        elif name == "inferred":
+            arrays.append(arrow.booleans(columns[name]))
+        else:
+            arrays.append(arrow.string_lists(columns[name]))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def frames_schema():
+    """The Arrow schema of the frames table (Parquet files written by kafkalab use it)."""
+    import pyarrow as pa
+
+    types = {"Int64": pa.int64(), "Int32": pa.int32(), "Int16": pa.int16()}
+    fields = []
+    for name in FRAME_COLUMNS:
+        if name == "time":
+            kind = pa.timestamp("ns", tz="UTC")
+        elif name in INTEGER_COLUMNS:
+            kind = types[INTEGER_COLUMNS[name]]
+        elif name in STRING_COLUMNS:
+            kind = pa.string()
+        elif name == "latency_ms":
+            kind = pa.float64()
+        elif name == "inferred":
+            kind = pa.bool_()
+        else:
+            kind = pa.list_(pa.string())
+        fields.append(pa.field(name, kind))
+    return pa.schema(fields)
+
+
+def integer_array(values, dtype: str):
+    """A pandas nullable integer array (``"Int64"``, ``"Int16"``...) from Python ints and Nones."""
+    import pandas as pd
+    import pyarrow as pa
+
+    try:
+        arrow_type = getattr(pa, dtype.lower())()
+        return pd.api.types.pandas_dtype(dtype).__from_arrow__(pa.array(values, type=arrow_type))
+    except (pa.ArrowException, TypeError, ValueError, OverflowError, AttributeError):
+        return pd.array(list(values), dtype=dtype)
+
+
+def string_array(values):
+    """A pandas ``string`` array from Python strings and Nones: pyarrow-backed, exactly what
+    ``pd.array(values, dtype="string")`` gives, without its per-item checks."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if pd.StringDtype().storage == "pyarrow":
+        try:
+            return pd.arrays.ArrowStringArray(pa.chunked_array([pa.array(values, type=pa.large_string())]))
+        except (pa.ArrowException, TypeError, ValueError):
+            pass
+    return pd.array(list(values), dtype="string")
+
+
+def float_array(values):
+    """float64 numpy array, None as NaN."""
+    import numpy as np
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, type=pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        return np.array([np.nan if v is None else v for v in values], dtype="float64")
+
+
+_ROW_FIELDS = tuple(name for name in FRAME_COLUMNS if name != "time") + ("ts",)
+_ROW = attrgetter(*_ROW_FIELDS)
+ROW_FIELDS = _ROW_FIELDS            # a row: these values in this order, then raw, stream_offset, topic_ids, message
+
+
+def frame_from_row(row) -> Frame:
+    """The Frame of a row (see ``ROW_FIELDS``; then raw, stream_offset, topic_ids and the decoded message,
+    or None when it is to be decoded again from raw on first use)."""
+    message = row[25]
+    frame = Frame(row[0], row[21], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+                  row[10], row[11], row[12], row[13], row[14], row[15], row[16], row[17], row[18], row[19],
+                  row[20], row[23], row[24], row[22], message, message.tree if message is not None else None)
+    if message is None:
+        del frame.message
+    return frame

@@ -36,7 +36,7 @@ def exchanges_table(frames):
         if request.kind != "request":
             continue
         response = by_number.get(request.response_frame) if request.response_frame is not None else None
-        body = request.body or {}
+        body = (request.body or {}) if request.api_key == PRODUCE else {}
         rows.append({
             "request_frame": request.frame, "response_frame": response.frame if response else None,
             "stream": request.stream, "client": request.src, "server": request.dst, "api_key": request.api_key,
@@ -65,8 +65,10 @@ def exchanges_table(frames):
 
 # ---------------------------------------------------------------- records
 
-def _record_sets(layout, body, topic=None, partition=None) -> Iterator[tuple[str | None, int | None, list]]:
-    """(topic, partition, batches) for every RECORDS field, with the nearest enclosing topic and partition."""
+def _record_sets(layout, body, topic=None, partition=None, topic_ids=None
+                 ) -> Iterator[tuple[str | None, int | None, list]]:
+    """(topic, partition, batches) for every RECORDS field, with the nearest enclosing topic and partition
+    (a topic given only by id is named through ``topic_ids``, id -> name)."""
     if not isinstance(body, dict):
         return
     for slot in layout.slots + layout.tagged:
@@ -75,6 +77,8 @@ def _record_sets(layout, body, topic=None, partition=None) -> Iterator[tuple[str
         value = body[slot.name]
         if slot.field.entity == "topicName" and isinstance(value, str):
             topic = value
+        elif slot.name == "topic_id" and topic is None and topic_ids and value in topic_ids:
+            topic = topic_ids[value]
         elif slot.name in ("partition_index", "index", "partition") and isinstance(value, int):
             partition = value
     for slot in layout.slots + layout.tagged:
@@ -85,7 +89,7 @@ def _record_sets(layout, body, topic=None, partition=None) -> Iterator[tuple[str
             yield topic, partition, value
         elif slot.layout is not None:
             for item in ([value] if slot.kind == "struct" else value):
-                yield from _record_sets(slot.layout, item, topic, partition)
+                yield from _record_sets(slot.layout, item, topic, partition, topic_ids)
 
 
 def _base_offsets(response) -> dict[tuple[str, int], int]:
@@ -111,7 +115,7 @@ def record_rows(frame, response=None) -> list[dict]:
         return []
     bases = _base_offsets(response) if frame.kind == "request" else {}
     rows = []
-    for topic, partition, batches in _record_sets(layout, frame.body):
+    for topic, partition, batches in _record_sets(layout, frame.body, topic_ids=frame.topic_ids):
         base = bases.get((topic, partition))
         index = 0
         for batch in batches:

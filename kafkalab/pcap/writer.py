@@ -145,3 +145,45 @@ class TcpPcapWriter:
         ts_ns = int(round(ts * 1e9))
         self._out.write(struct.pack("<IIII", ts_ns // 1_000_000_000, ts_ns % 1_000_000_000, len(frame), len(frame)))
         self._out.write(frame)
+
+
+class LinkPcapWriter:
+    """Write link-layer packets as captured (live capture's ``-w``) to a nanosecond pcap file."""
+
+    def __init__(self, path_or_file, linktype: int, *, snaplen: int = 262144) -> None:
+        if isinstance(path_or_file, (str, os.PathLike)):
+            self._out: BinaryIO | None = open(path_or_file, "wb")
+            self._owned = True
+        else:
+            self._out, self._owned = path_or_file, False
+        self.linktype = linktype
+        self.snaplen = snaplen
+        self.count = 0
+        self._out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, snaplen, linktype))
+
+    def write(self, data: bytes, ts: float) -> None:
+        """One packet; ``ts`` in epoch seconds. Bytes beyond the snap length are not stored (the original
+        length is kept in the record header, as capture tools do)."""
+        stored = data[:self.snaplen]
+        ts_ns = int(round(ts * 1e9))
+        self._out.write(struct.pack("<IIII", ts_ns // 1_000_000_000, ts_ns % 1_000_000_000, len(stored), len(data)))
+        self._out.write(stored)
+        self.count += 1
+
+    def flush(self) -> None:
+        if self._out is not None:
+            self._out.flush()
+
+    def close(self) -> None:
+        if self._out is None:
+            return
+        self._out.flush()
+        if self._owned:
+            self._out.close()
+        self._out = None
+
+    def __enter__(self) -> LinkPcapWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -2,7 +2,6 @@
 frames, minus what was dropped (reported as gaps); sequence numbers wrap."""
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from kafkalab.capture import Analyzer, DataReceived, GapDetected, HalfStream

@@ -7,6 +7,9 @@ record count int32, records. base_offset, batch_length and partition_leader_epoc
 span on purpose: the broker rewrites them without recomputing the checksum.
 
 :func:`decode` never raises on bad data: problems become ``diagnostics`` (and trace node diagnostics).
+Without a trace it checks the header, the record count's plausibility and the CRC (C code, cheap), and
+leaves the records to be decoded when first read (see ``RecordBatch`` in :mod:`.model`): most readers of
+a capture want counts, offsets and CRCs, not every record.
 :func:`encode` reuses the decoded bytes of an untouched batch and otherwise builds the batch from fields.
 """
 from __future__ import annotations

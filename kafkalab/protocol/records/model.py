@@ -8,6 +8,11 @@ from "edited", because the objects are frozen.
 
 ``to_dict()`` gives the plain form JSON output uses (bytes stay bytes; the caller hexes them) and that
 :func:`encode_records` accepts back.
+
+A :class:`RecordBatch` from the decoder may be *lazy*: its header, record count and CRC check are done,
+while its records (and the diagnostics only they can give) are decoded on first access of ``records`` or
+``diagnostics``. The object reads, compares, hashes, copies and pickles exactly as an eagerly decoded one;
+``decoded`` tells whether the records have been read yet.
 """
 from __future__ import annotations
 

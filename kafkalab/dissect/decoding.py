@@ -1,0 +1,152 @@
+"""Decoding the frames cut from a capture: the codec's results, faster for the common case.
+
+Owns: turning one cut frame (bytes with the size prefix) into a :class:`~kafkalab.protocol.Request` or
+:class:`~kafkalab.protocol.Response`. The result is always what ``decode_request``/``decode_response`` give
+(falling back to their annotated form, which never raises, when the plain one refuses the bytes).
+
+Theory of operation: a capture repeats a handful of (API, version) pairs thousands of times, so for each pair
+a *plan* is resolved once (API name, message spec, header version, the codec's compiled body decoder, whether
+payload fields may need attaching). A frame whose header is the usual shape (no header tagged fields) is
+then read with one ``struct`` call for the header and the compiled decoder for the body. Anything unusual
+(unknown API or version, header tagged fields, leftover bytes, an exception anywhere, ApiVersions and its
+KIP-511 fallback) goes through the codec's own entry points, so odd frames get the codec's exact results
+and diagnostics.
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from kafkalab.protocol import ProtocolError, Request, Response, decode_request, decode_response
+from kafkalab.protocol.codec import compiler
+from kafkalab.protocol.payloads import SITES, attach_payloads
+from kafkalab.protocol.schema.headers import request_header_version, response_header_version
+from kafkalab.protocol.schema.registry import api_name, message_spec
+
+API_VERSIONS = 18
+_REQUEST_HEAD = struct.Struct(">ihhih")     # size, api key, api version, correlation id, client id length
+_RESPONSE_HEAD = struct.Struct(">ii")       # size, correlation id
+_PAYLOAD_OWNERS = frozenset(site.owner for site in SITES if isinstance(site.owner, tuple))
+
+
+class _Plan(NamedTuple):
+    name: str
+    header_version: int
+    decode: object
+    payloads: bool
+
+
+_PLANS: dict[tuple[int, str, int], _Plan | None] = {}
+
+
+def _plan(api_key: int, kind: str, api_version: int) -> _Plan | None:
+    key = (api_key, kind, api_version)
+    try:
+        return _PLANS[key]
+    except KeyError:
+        pass
+    plan = None
+    if len(_PLANS) < 4096:
+        try:
+            spec = message_spec(api_key, kind, api_version)
+            header = (request_header_version if kind == "request" else response_header_version)(api_key,
+                                                                                                 api_version)
+            plan = _Plan(api_name(api_key), header, compiler.decoder(spec, api_version),
+                         (api_key, kind) in _PAYLOAD_OWNERS)
+        except (ProtocolError, KeyError, ValueError):
+            plan = None
+        _PLANS[key] = plan
+    return plan
+
+
+def request(raw: bytes) -> Request:
+    """The request in ``raw`` (a whole frame), exactly as :func:`decode_request` reads it."""
+    try:
+        message = _fast_request(raw)
+    except Exception:             # noqa: BLE001 - any surprise: the codec's own path decides
+        message = None
+    if message is not None:
+        return message
+    try:
+        return decode_request(raw)
+    except (ProtocolError, ValueError):
+        return decode_request(raw, annotate=True)
+
+
+def _fast_request(raw: bytes) -> Request | None:
+    n = len(raw)
+    if n < 14:
+        return None
+    size, api_key, api_version, correlation_id, length = _REQUEST_HEAD.unpack_from(raw, 0)
+    if size != n - 4:
+        return None
+    plan = _PLANS.get((api_key, "request", api_version), False)
+    if plan is False:
+        plan = _plan(api_key, "request", api_version)
+    if plan is None:
+        return None
+    header_version = plan.header_version
+    if header_version == 0:
+        client_id, pos = None, 12
+    elif length < 0:
+        if length != -1:
+            return None
+        client_id, pos = None, 14
+    else:
+        pos = 14 + length
+        if pos > n:
+            return None
+        client_id = raw[14:pos].decode()
+    if header_version >= 2:
+        if pos >= n or raw[pos]:
+            return None           # header tagged fields: rare, left to the codec
+        pos += 1
+    body, end = plan.decode(raw, pos, "batches")
+    if end != n:
+        return None
+    message = Request(api_key, plan.name, api_version, correlation_id, body, size, header_version, [], None,
+                      client_id)
+    if plan.payloads:
+        attach_payloads(message)
+    return message
+
+
+def response(raw: bytes, api_key: int, api_version: int) -> Response:
+    """The response in ``raw`` to a request of ``api_key`` at ``api_version``, as :func:`decode_response`
+    reads it."""
+    try:
+        message = _fast_response(raw, api_key, api_version)
+    except Exception:             # noqa: BLE001
+        message = None
+    if message is not None:
+        return message
+    try:
+        return decode_response(raw, api_key, api_version)
+    except (ProtocolError, ValueError):
+        return decode_response(raw, api_key, api_version, annotate=True)
+
+
+def _fast_response(raw: bytes, api_key: int, api_version: int) -> Response | None:
+    n = len(raw)
+    if n < 8 or api_key == API_VERSIONS:
+        return None
+    size, correlation_id = _RESPONSE_HEAD.unpack_from(raw, 0)
+    if size != n - 4:
+        return None
+    plan = _PLANS.get((api_key, "response", api_version), False)
+    if plan is False:
+        plan = _plan(api_key, "response", api_version)
+    if plan is None:
+        return None
+    pos = 8
+    if plan.header_version >= 1:
+        if pos >= n or raw[pos]:
+            return None
+        pos = 9
+    body, end = plan.decode(raw, pos, "batches")
+    if end != n:
+        return None
+    message = Response(api_key, plan.name, api_version, correlation_id, body, size, plan.header_version, [])
+    if plan.payloads:
+        attach_payloads(message)
+    return message

@@ -1,0 +1,187 @@
+"""The bulk reader (kafkalab.capture.bulk) against the general pipeline: on every capture, clean or damaged,
+read_capture must give the same frames, tables and connections whichever path reads it. Captures are
+generated with several interleaved connections, frames split across segments, unusual ports, and packets
+dropped, swapped, duplicated, or cut from the start, so that regular and irregular connections mix."""
+from __future__ import annotations
+
+import io
+import random
+import struct
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import kafkalab.capture.capture as capture_module
+from kafkalab.capture import read_capture
+from kafkalab.capture.bulk import read_bulk
+from kafkalab.pcap import TcpPcapWriter
+from kafkalab.protocol import encode_request, encode_response
+from kafkalab.protocol.records import build_batch, encode_records
+
+from tests.capture.builders import pcapng_bytes, write_golden_pcap
+
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
+
+
+def _both(path, ports=None):
+    capture_module.BULK = False
+    try:
+        general = read_capture(path, ports=ports)
+    finally:
+        capture_module.BULK = True
+    return read_capture(path, ports=ports), general
+
+
+def assert_same(bulk, general):
+    assert len(bulk) == len(general)
+    assert repr(bulk) == repr(general)
+    pd.testing.assert_frame_equal(bulk.frames, general.frames)
+    pd.testing.assert_frame_equal(bulk.connections, general.connections)
+    for a, b in zip(bulk, general):
+        assert a.row() == b.row(), (a, b)
+        assert (a.raw, a.stream_offset, a.topic_ids, a.body, a.inferred) == \
+               (b.raw, b.stream_offset, b.topic_ids, b.body, b.inferred)
+        assert a.message.diagnostics == b.message.diagnostics and (a.tree is None) == (b.tree is None)
+    pd.testing.assert_frame_equal(bulk.exchanges, general.exchanges)
+    pd.testing.assert_frame_equal(bulk.records, general.records)
+
+
+def _exchange(rnd: random.Random, correlation_id: int, client_id: str) -> tuple[bytes, bytes | None]:
+    kind = rnd.randrange(4)
+    if kind == 0:
+        body = {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None}
+        return (encode_request("Heartbeat", 3, body, correlation_id=correlation_id, client_id=client_id),
+                encode_response("Heartbeat", 3, {"throttle_time_ms": 0, "error_code": rnd.choice([0, 0, 27])},
+                                correlation_id=correlation_id))
+    if kind == 1:
+        values = [bytes(rnd.randrange(256) for _ in range(rnd.randrange(300))) for _ in range(rnd.randrange(1, 5))]
+        records = encode_records([build_batch([(b"k%d" % i, value) for i, value in enumerate(values)])])
+        acks = rnd.choice([-1, 1, 0])
+        body = {"transactional_id": None, "acks": acks, "timeout_ms": 100, "topic_data": [
+            {"name": "t%d" % rnd.randrange(3), "partition_data": [{"index": 0, "records": records}]}]}
+        request = encode_request("Produce", 7, body, correlation_id=correlation_id, client_id=client_id)
+        answer = {"responses": [{"name": body["topic_data"][0]["name"], "partition_responses": [
+            {"index": 0, "error_code": 0, "base_offset": correlation_id, "log_append_time_ms": -1,
+             "log_start_offset": 0}]}], "throttle_time_ms": 0}
+        return request, None if acks == 0 else encode_response("Produce", 7, answer, correlation_id=correlation_id)
+    if kind == 2:
+        body = {"topics": [{"name": "t1"}], "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}
+        answer = {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": 1, "topics": [
+            {"error_code": 0, "name": "t1", "is_internal": False, "partitions": [], "topic_authorized_operations": 0}],
+            "cluster_authorized_operations": 0}
+        return (encode_request("Metadata", 8, body, correlation_id=correlation_id, client_id=client_id),
+                encode_response("Metadata", 8, answer, correlation_id=correlation_id))
+    return (encode_request("ApiVersions", 2, {}, correlation_id=correlation_id, client_id=client_id),
+            encode_response("ApiVersions", 2, {"error_code": 0, "api_keys": [
+                {"api_key": 0, "min_version": 0, "max_version": 9}], "throttle_time_ms": 0},
+                correlation_id=correlation_id))
+
+
+def _records(data: bytes) -> tuple[bytes, list[bytes]]:
+    head, pos, out = data[:24], 24, []
+    while pos < len(data):
+        size = struct.unpack_from("<I", data, pos + 8)[0]
+        out.append(data[pos:pos + 16 + size])
+        pos += 16 + size
+    return head, out
+
+
+def make_capture(rnd: random.Random) -> tuple[bytes, list[int]]:
+    out = io.BytesIO()
+    ports = []
+    with TcpPcapWriter(out, mss=rnd.choice([64, 300, 1500, 65483])) as writer:
+        conns = []
+        for c in range(rnd.randrange(1, 5)):
+            port = rnd.choice([9092, 9092, 9093, 19092, 5555])
+            if port == 5555:
+                ports.append(port)
+            conns.append([writer.open_connection(("10.0.%d.1" % c, 40000 + c), ("10.9.0.1", port), 1.0 + c), 0])
+        ts = 10.0
+        for _ in range(rnd.randrange(1, 30)):
+            conn = rnd.choice(conns)
+            conn[1] += 1
+            request, response = _exchange(rnd, conn[1], "client-%d" % conns.index(conn))
+            ts += 0.001
+            writer.send(conn[0], True, request, ts)
+            if response is not None and rnd.random() < 0.95:
+                ts += 0.0005
+                writer.send(conn[0], False, response, ts)
+        for conn, _ in conns:
+            if rnd.random() < 0.7:
+                writer.close(conn, ts + 0.01)
+    head, records = _records(out.getvalue())
+    damage = rnd.randrange(4)
+    if damage == 1 and len(records) > 6:                      # drop a few packets
+        for _ in range(rnd.randrange(1, 3)):
+            del records[rnd.randrange(3, len(records))]
+    elif damage == 2 and len(records) > 6:                    # swap neighbours, duplicate one
+        i = rnd.randrange(3, len(records) - 1)
+        records[i], records[i + 1] = records[i + 1], records[i]
+        records.insert(rnd.randrange(3, len(records)), records[rnd.randrange(3, len(records))])
+    elif damage == 3 and len(records) > 6:                    # the capture starts late
+        records = records[rnd.randrange(1, len(records) // 2):]
+    return head + b"".join(records), ports
+
+
+def as_pcapng(data: bytes, rnd: random.Random) -> bytes:
+    """The same packets as enhanced packet blocks (microsecond or nanosecond units, two interfaces)."""
+    _, records = _records(data)
+    nanos = rnd.random() < 0.5
+    packets = []
+    for record in records:
+        seconds, fraction = struct.unpack_from("<II", record, 0)
+        units = seconds * 10**9 + fraction if nanos else seconds * 10**6 + fraction // 1000
+        packets.append((rnd.randrange(2), units, record[16:], "epb"))
+    return pcapng_bytes([(1, 9 if nanos else None), (1, 9 if nanos else None)], packets)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_bulk_reader_matches_the_general_pipeline(tmp_path_factory, rnd):
+    path = tmp_path_factory.mktemp("bulk") / "random.pcap"
+    data, ports = make_capture(rnd)
+    if rnd.random() < 0.3:
+        data = as_pcapng(data, rnd)
+    path.write_bytes(data)
+    bulk, general = _both(path, ports or None)
+    assert_same(bulk, general)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CAPTURES.glob("*.pcap")))
+def test_bulk_reader_on_the_shipped_captures(name):
+    import json
+
+    port = json.loads((CAPTURES / name).with_suffix(".json").read_text())["port"]
+    bulk, general = _both(CAPTURES / name, [port])
+    assert_same(bulk, general)
+
+
+def test_bulk_reader_on_the_golden_corpus(tmp_path):
+    path = tmp_path / "golden.pcap"
+    write_golden_pcap(path)
+    assert read_bulk(path) is not None                        # a clean capture: the bulk path is taken
+    bulk, general = _both(path)
+    assert_same(bulk, general)
+    pcapng = tmp_path / "golden.pcapng"
+    pcapng.write_bytes(as_pcapng(path.read_bytes(), random.Random(1)))
+    assert read_bulk(pcapng) is not None
+    bulk, general = _both(pcapng)
+    assert_same(bulk, general)
+
+
+def test_bulk_reader_declines_what_it_does_not_handle(tmp_path):
+    path = tmp_path / "golden.pcap"
+    write_golden_pcap(path)
+    data = path.read_bytes()
+    import gzip
+
+    (tmp_path / "g.pcap.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "cut.pcap").write_bytes(data[:-10])
+    assert read_bulk(tmp_path / "g.pcap.gz") is None
+    assert read_bulk(tmp_path / "cut.pcap") is None
+    assert read_bulk(data) is None                            # bytes, not a path
+    bulk, general = _both(tmp_path / "cut.pcap")
+    assert general.diagnostics and len(bulk) == len(general)
