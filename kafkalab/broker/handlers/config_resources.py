@@ -6,6 +6,7 @@ DescribeConfigs items. Not a handler module (it has no ``HANDLER``).
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import NamedTuple
 
 from ..config import topic_name_problem
@@ -93,3 +94,28 @@ def describe_item(entry: Entry, read_only: bool, synonyms: bool, documentation: 
             "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in entry.synonyms] if synonyms else [],
             "config_type": entry.definition.type,
             "documentation": (entry.definition.doc or None) if documentation else None}
+
+
+def alter_resources(ctx, body: dict, new_configs) -> dict:
+    """The shared shape of AlterConfigs and IncrementalAlterConfigs: one answer per resource, a resource named
+    twice is INVALID_REQUEST, ``validate_only`` checks without applying. ``new_configs(ctx, resource, r)``
+    returns the resource's complete set of dynamic configs after the request (or raises Problem)."""
+    resources = body.get("resources", ())
+    seen = Counter((r["resource_type"], r["resource_name"]) for r in resources)
+    validate_only = body.get("validate_only", False)
+    responses = []
+    for r in resources:
+        answer = {"resource_type": r["resource_type"], "resource_name": r["resource_name"], "error_code": 0,
+                  "error_message": None}
+        try:
+            if seen[(r["resource_type"], r["resource_name"])] > 1:
+                raise Problem(INVALID_REQUEST, "A resource may appear only once in a request.")
+            resource = resolve(ctx, r["resource_type"], r["resource_name"])
+            configs = new_configs(ctx, resource, r)
+            check(resource, configs)
+            if not validate_only:
+                apply(ctx, resource, configs)
+        except Problem as p:
+            answer.update(error_code=p.error_code, error_message=p.message)
+        responses.append(answer)
+    return {"throttle_time_ms": 0, "responses": responses}

@@ -12,40 +12,25 @@ from collections import Counter
 
 from ..configs import BROKER_CONFIGS, LIST, TOPIC_CONFIGS
 from .base import Handler
-from .config_resources import INVALID_CONFIG, INVALID_REQUEST, Problem, apply, check, dynamic_configs, resolve
+from .config_resources import INVALID_CONFIG, INVALID_REQUEST, Problem, alter_resources, dynamic_configs
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 def handle(ctx, body: dict) -> dict:
-    resources = body.get("resources", ())
-    seen = Counter((r["resource_type"], r["resource_name"]) for r in resources)
-    validate_only = body.get("validate_only", False)
-    return {"throttle_time_ms": 0,
-            "responses": [_alter(ctx, r, seen[(r["resource_type"], r["resource_name"])] > 1, validate_only)
-                          for r in resources]}
+    return alter_resources(ctx, body, _changed)
 
 
-def _alter(ctx, r: dict, duplicated: bool, validate_only: bool) -> dict:
-    answer = {"resource_type": r["resource_type"], "resource_name": r["resource_name"], "error_code": 0,
-              "error_message": None}
-    try:
-        if duplicated:
-            raise Problem(INVALID_REQUEST, "A resource may appear only once in a request.")
-        names = Counter(c["name"] for c in r.get("configs", ()))
-        if any(n > 1 for n in names.values()):
-            raise Problem(INVALID_REQUEST, f"Config {next(k for k, n in names.items() if n > 1)} appears more than "
-                                           "once for one resource.")
-        resource = resolve(ctx, r["resource_type"], r["resource_name"])
-        configs = dynamic_configs(ctx, resource)
-        for c in r.get("configs", ()):
-            _operate(ctx, resource, configs, c)
-        check(resource, configs)
-        if not validate_only:
-            apply(ctx, resource, configs)
-    except Problem as p:
-        answer.update(error_code=p.error_code, error_message=p.message)
-    return answer
+def _changed(ctx, resource, r: dict) -> dict[str, str]:
+    """IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT to the configs in force."""
+    names = Counter(c["name"] for c in r.get("configs", ()))
+    if any(n > 1 for n in names.values()):
+        raise Problem(INVALID_REQUEST, f"Config {next(k for k, n in names.items() if n > 1)} appears more than "
+                                       "once for one resource.")
+    configs = dynamic_configs(ctx, resource)
+    for c in r.get("configs", ()):
+        _operate(ctx, resource, configs, c)
+    return configs
 
 
 def _operate(ctx, resource, configs: dict[str, str], c: dict) -> None:
