@@ -146,13 +146,83 @@ def _records_region(buf, pos, end, codec_id, max_inflated, tr, diags):
     return inflated, 0, len(inflated), dtr.inflated(inflated, codec_name(codec_id), start, end)
 
 
+def _decode_plain_records(buf, pos: int, end: int, count: int, ctx, records: list) -> int:
+    """The untraced hot loop: records whose framing is regular (UTF-8 header keys, fewer than 64 headers,
+    lengths that add up) are read inline here, one-byte varints without a call; the first record that is not stops the loop and is left,
+    with everything after it, to the general path (which reports what is wrong). Returns where it stopped."""
+    base_offset, base_ts, max_ts, log_append, control = ctx
+    if control:
+        return pos
+    append = records.append
+    for _ in range(count):
+        if pos + MIN_RECORD_SIZE > end:
+            return pos
+        b = buf[pos]
+        if b >= 0x80:
+            length, p = read_varint(buf, pos, end)
+        else:
+            length, p = (b >> 1) ^ -(b & 1), pos + 1
+        stop = p + length
+        if length < MIN_RECORD_SIZE - 1 or stop > end:
+            return pos
+        attrs, b = buf[p], buf[p + 1]
+        if b < 0x80:
+            ts_delta, q = (b >> 1) ^ -(b & 1), p + 2
+        else:
+            ts_delta, q = read_varlong(buf, p + 1, stop)
+        b = buf[q]
+        if b < 0x80:
+            offset_delta, q = (b >> 1) ^ -(b & 1), q + 1
+        else:
+            offset_delta, q = read_varint(buf, q, stop)
+        key, q = read_varint_bytes(buf, q, stop)
+        value, q = read_varint_bytes(buf, q, stop)
+        if q >= stop:
+            return pos
+        hc = buf[q]
+        q += 1
+        if hc:
+            if hc >= 0x80:
+                return pos
+            headers = []
+            for _ in range((hc >> 1) ^ -(hc & 1)):
+                hkey, q = read_varint_bytes(buf, q, stop)
+                hvalue, q = read_varint_bytes(buf, q, stop)
+                headers.append((hkey.decode(), hvalue))
+            headers = tuple(headers)
+        else:
+            headers = ()
+        if q != stop:
+            return pos
+        append(Record(key, value, headers, max_ts if log_append else base_ts + ts_delta,
+                      base_offset + offset_delta, offset_delta, ts_delta, attrs - 256 if attrs > 127 else attrs,
+                      None))
+        pos = stop
+    return pos
+
+
 def _decode_records(buf, pos, end, count, ctx, records, diags, tr, batch_path) -> None:
+    if tr is None:
+        start = pos
+        try:
+            pos = _decode_plain_records(buf, pos, end, count, ctx, records)
+        except (DecodeError, UnicodeDecodeError, AttributeError, IndexError):
+            records.clear()           # something irregular inside a record: let the general path say what
+            pos = start
+        if len(records) == count and pos == end:
+            return
+    _decode_records_general(buf, pos, end, count, ctx, records, diags, tr, batch_path)
+
+
+def _decode_records_general(buf, pos, end, count, ctx, records, diags, tr, batch_path) -> None:
+    """Records one by one with full checks and diagnostics (and the trace); continues after any records the
+    plain loop already read."""
     if tr is not None:
         tr = tr.child("records", "records", pos, path=f"{batch_path}.records")
+    i = len(records)
     available = end - pos
-    if count < 0 or count * MIN_RECORD_SIZE > available:
+    if count < 0 or (count - i) * MIN_RECORD_SIZE > available:
         diags.append(f"malformed: record count {count} cannot fit in {available} bytes")
-    i = 0
     while i < count and pos < end:
         rtr = tr.child(f"records[{i}]", "record", pos, path=f"{tr.path}[{i}]") if tr is not None else None
         try:
