@@ -5,7 +5,7 @@ from __future__ import annotations
 import cramjam
 import pytest
 
-from conftest import read_with_kafka_python
+from records_kafka_python import read_with_kafka_python
 from kafkalab.protocol.records import (LegacyMessage, RecordBatch, build_batch, decode_records, encode_records,
                                        iter_batches)
 from kafkalab.protocol.records.lz4frame import header_checksum

@@ -202,6 +202,9 @@ def _decode_plain_records(buf, pos: int, end: int, count: int, ctx, records: lis
 
 
 def _decode_records(buf, pos, end, count, ctx, records, diags, tr, batch_path) -> None:
+    available = end - pos
+    if count < 0 or count * MIN_RECORD_SIZE > available:
+        diags.append(f"malformed: record count {count} cannot fit in {available} bytes")
     if tr is None:
         start = pos
         try:
@@ -220,9 +223,6 @@ def _decode_records_general(buf, pos, end, count, ctx, records, diags, tr, batch
     if tr is not None:
         tr = tr.child("records", "records", pos, path=f"{batch_path}.records")
     i = len(records)
-    available = end - pos
-    if count < 0 or (count - i) * MIN_RECORD_SIZE > available:
-        diags.append(f"malformed: record count {count} cannot fit in {available} bytes")
     while i < count and pos < end:
         rtr = tr.child(f"records[{i}]", "record", pos, path=f"{tr.path}[{i}]") if tr is not None else None
         try:
