@@ -1,0 +1,60 @@
+"""An error timeline: Kafka error codes, malformed frames and CRC problems over time."""
+from __future__ import annotations
+
+from typing import Any
+
+from .common import ERROR_COLOR, ERROR_COLUMNS, INFERRED_COLOR, _items, _origin, _pyplot, _seconds, _shorten, _time_axis, frames_of
+
+
+def error_timeline(source: Any):
+    """Everything that went wrong, in time order: responses with an error code (``category="error"``),
+    frame diagnostics such as CRC mismatches, malformed fields or inferred APIs (``"diagnostic"``), and
+    requests without a response in the data (``"no response"``; acks=0 Produce requests expect none and
+    are left out). Columns: ERROR_COLUMNS."""
+    import pandas as pd
+
+    frames = frames_of(source)
+    rows = []
+    for row in frames.itertuples(index=False):
+        base = (row.time, row.frame, row.stream, row.api_name, row.kind)
+        if row.kind == "response" and not pd.isna(row.error_code) and row.error_code != 0:
+            rows.append(base + ("error", row.error if isinstance(row.error, str) else f"error {row.error_code}"))
+        for note in _items(row.diagnostics):
+            rows.append(base + ("diagnostic", str(note)))
+        if row.kind == "request" and pd.isna(row.response_frame):
+            summary = row.summary if isinstance(row.summary, str) else ""
+            if not (row.api_key == 0 and "acks=0" in summary):
+                rows.append(base + ("no response", "no response in the data"))
+    table = pd.DataFrame(rows, columns=ERROR_COLUMNS)
+    table["time"] = pd.to_datetime(table["time"], utc=True)
+    table = table.astype({"frame": "Int64", "stream": "Int64"})
+    for name in ("api_name", "kind", "category", "detail"):
+        table[name] = table[name].astype("string")
+    return table.sort_values(["time", "frame"], kind="stable").reset_index(drop=True)
+
+
+def plot_errors(source: Any, ax=None):
+    """The error timeline: one row per API, a marker per problem (shape by category), labelled."""
+    plt = _pyplot()
+    table = error_timeline(source)
+    ax = ax if ax is not None else plt.subplots(figsize=(9, 0.9 + 0.4 * max(table["api_name"].nunique(), 1)))[1]
+    apis = list(dict.fromkeys(table["api_name"].fillna("?")))
+    markers = {"error": ("X", ERROR_COLOR), "diagnostic": ("D", "#d9730d"), "no response": ("o", INFERRED_COLOR)}
+    origin = _origin(table["time"])
+    for category, (marker, color) in markers.items():
+        rows = table[table["category"] == category]
+        if rows.empty:
+            continue
+        ys = [apis.index(a) for a in rows["api_name"].fillna("?")]
+        xs = _seconds(rows["time"], origin)
+        ax.scatter(xs, ys, marker=marker, color=color, s=40, label=category, zorder=3)
+        for x, y, text in zip(xs, ys, rows["detail"]):
+            ax.annotate(_shorten(str(text), 40), (x, y), xytext=(4, 5), textcoords="offset points", fontsize=7,
+                        color=color)
+    ax.set_yticks(range(len(apis)), apis)
+    ax.set_ylim(-0.7, max(len(apis), 1) - 0.3)
+    ax.set_title("Errors and diagnostics" if len(table) else "Errors and diagnostics: none")
+    _time_axis(ax, origin)
+    if len(table):
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return ax
