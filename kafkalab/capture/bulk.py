@@ -32,7 +32,7 @@ import struct
 from typing import Iterable
 
 from kafkalab.dissect import decoding
-from kafkalab.dissect.frame import describe
+from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
 from kafkalab.pcap.files import MAX_RECORD, PCAP_MAGICS, PCAPNG_SHB, LinkRecord
 from kafkalab.protocol.correlation import PRODUCE, expects_response
@@ -59,7 +59,8 @@ class _Bail(Exception):
 class _Conn:
     __slots__ = ("index", "ends", "names", "kafka_port", "client", "irregular", "base", "delivered", "ended",
                  "syn", "pending", "packets", "payload_bytes", "first_ts", "last_ts", "state", "any_payload",
-                 "in_flight", "requests_seen", "advertised", "client_ids", "client_ip")
+                 "in_flight", "requests_seen", "advertised", "client_ids", "client_ip", "requests", "responses",
+                 "host", "last_ns")
     # ends: ((ip, port) of side 0, of side 1) as integers; side 0 sent the connection's first packet
 
     def __init__(self, index: int, a: tuple, b: tuple, kafka_port: bool, ts: float) -> None:
@@ -77,13 +78,16 @@ class _Conn:
         self.packets = [0, 0]
         self.payload_bytes = [0, 0]
         self.first_ts = self.last_ts = ts
+        self.last_ns = 0                         # the latest packet time in ns (set as packets are read)
         self.state = "open"
         self.any_payload = False
-        self.in_flight: dict[int, list] = {}
+        self.in_flight: dict[int, tuple] = {}   # correlation id -> (index, frame, api key, version, client id, ts)
         self.requests_seen: dict[tuple[int, int], None] = {}
         self.advertised: list[tuple[int, int]] = []
         self.client_ids: list[str] = []
         self.client_ip = ""
+        self.requests = self.responses = 0      # frames sent by the client, by the server (regular connections)
+        self.host: dict | None = None           # host_requests[client_ip], once the client has sent a request
 
 
 def read_bulk(source, ports: Iterable[int] | None = None):
@@ -167,11 +171,11 @@ def _read(data: bytes, ports: Iterable[int] | None):
     for conn in conns:
         if not conn.irregular:
             conn.client_ip = _dotted(conn.ends[conn.client][0])
-    rows, analyzer = _decode(data, columns, conns, packet_conn, frames, kafka_ports)
-    store = FrameStore(rows)
-    del rows, frames, packet_conn, columns
-    sent = _frames_sent(store.table, len(conns))
-    connections = [_connection_row(c, sent) for c in conns if not c.irregular]
+    row_columns, objects, extras, analyzer = _decode(data, columns, conns, packet_conn, frames, kafka_ports)
+    del frames, packet_conn, columns
+    store = FrameStore(row_columns, objects, extras)
+    del row_columns
+    connections = [_connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, [], connections=connections, packets=len(index), streams=len(conns))
 
 
@@ -184,26 +188,26 @@ class FrameStore:
     Why: a capture read into memory as millions of small objects costs the cyclic garbage collector a walk
     over all of them, again and again; tables, arrays and bytes cost it (next to) nothing."""
 
-    def __init__(self, rows: list) -> None:
+    def __init__(self, columns: list, objects: dict | None = None, extras: dict | None = None) -> None:
+        """``columns``: one list per row field (the row layout above, R_FRAME to R_OFFSET); ``objects``:
+        index -> Frame of the general pipeline (its column values are filled in here, from the object as it
+        is at the end of the read); ``extras``: index -> (message, topic_ids) where either is set."""
         import numpy as np
 
         from kafkalab.dissect.frame import ROW_FIELDS, columns_table
 
-        n = len(rows)
+        n = len(columns[R_FRAME])
         self.objects: list = [None] * n            # Frame objects: the general pipeline's, and those made
-        for i, row in enumerate(rows):
-            if row.__class__ is not list:
-                self.objects[i] = row
-        if any(self.objects):
-            rows = [_as_row(r) if r.__class__ is not list else r for r in rows]
-        columns = list(zip(*rows)) if rows else [()] * (R_MESSAGE + 1)
+        for i, frame in (objects or {}).items():
+            self.objects[i] = frame
+            row = _as_row(frame)
+            for k in range(R_OFFSET + 1):
+                columns[k][i] = row[k]
         self.table = columns_table(dict(zip(ROW_FIELDS, columns)))
-        self.raw = list(columns[R_RAW])
+        self.raw = columns[R_RAW]
         self.ts = np.array(columns[R_TS], dtype=np.float64)
         self.offsets = np.array(columns[R_OFFSET], dtype=np.int64)
-        self.extras: dict[int, tuple] = {      # index -> (message, topic_ids) where either is set
-            i: (message, ids) for i, (message, ids) in enumerate(zip(columns[R_MESSAGE], columns[R_TOPIC_IDS]))
-            if message is not None or ids is not None}
+        self.extras: dict[int, tuple] = extras or {}     # index -> (message, topic_ids) where either is set
         self._columns: dict[str, list] | None = None
 
     def __len__(self) -> int:
@@ -253,23 +257,30 @@ def _pcap_records(data: bytes):
     major, _, _, _, snaplen, linktype = struct.unpack_from(order + "HHiIII", data, 4)
     if major != 2 or linktype & 0x0FFFFFFF != 1:
         raise _Bail
-    unpack = struct.Struct(order + "IIII").unpack_from
-    offsets, heads = [], []
-    add_offset, add_head = offsets.append, heads.append
+    unpack = struct.Struct(order + "I").unpack_from        # a record's stored length (at +8): the walk
+    offsets = []
+    add_offset = offsets.append
     pos, n = 24, len(data)
     while pos + 16 <= n:
-        head = unpack(data, pos)
-        if head[2] > MAX_RECORD:
+        stored = unpack(data, pos + 8)[0]
+        if stored > MAX_RECORD:
             raise _Bail
         add_offset(pos + 16)
-        add_head(head)
-        pos += 16 + head[2]
+        pos += 16 + stored
     if pos != n or not offsets:                 # truncated, or no packets: the general reader reports it
         raise _Bail
-    fields = np.array(heads, dtype=np.int64)
-    ts_ns = fields[:, 0] * 1_000_000_000 + fields[:, 1] * (1 if nanos else 1000)
-    return (np.array(offsets, dtype=np.int64), ts_ns, fields[:, 2], fields[:, 3],
-            np.full(len(offsets), snaplen, dtype=np.int64))
+    body = np.array(offsets, dtype=np.int64)
+    # the record headers' four fields, gathered with numpy (records need not be aligned)
+    u8 = np.frombuffer(data, dtype=np.uint8)
+    shifts = (0, 8, 16, 24) if order == "<" else (24, 16, 8, 0)
+    fields = []
+    for k in (-16, -12, -8, -4):
+        value = np.zeros(len(body), dtype=np.int64)
+        for j, shift in enumerate(shifts):
+            value |= u8[body + (k + j)].astype(np.int64) << shift
+        fields.append(value)
+    ts_ns = fields[0] * 1_000_000_000 + fields[1] * (1 if nanos else 1000)
+    return body, ts_ns, fields[2], fields[3], np.full(len(offsets), snaplen, dtype=np.int64)
 
 
 def _pcapng_records(data: bytes):
@@ -325,8 +336,9 @@ def _pcapng_records(data: bytes):
 
 def _classify(data: bytes, columns: list, kafka_ports: frozenset):
     """Pass 1: connections, regularity, and the regular connections' frames.
-    Returns (connections, connection of each packet, frames); a frame is
-    (packet position, connection, side, stream offset, [(start, end) byte ranges])."""
+    Returns (connections, connection of each packet, frames); a frame is (packet position, connection,
+    side, stream offset, start, end) where its bytes are data[start:end], or (packet position, connection,
+    side, stream offset, 0, 0, [(start, end) byte ranges]) where they come from several segments."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, _, ts_ns = columns
     routes: dict[tuple, tuple] = {}
     conns: list[_Conn] = []
@@ -336,14 +348,15 @@ def _classify(data: bytes, columns: list, kafka_ports: frozenset):
     for i in range(len(seqs)):
         s, sp, d, dp = src_ips[i], sports[i], dst_ips[i], dports[i]
         flags = flagss[i]
-        ts = ts_ns[i] / 1e9
+        t = ts_ns[i]
         route = routes.get((s, sp, d, dp))
         if route is None:
             other = routes.get((d, dp, s, sp))
             if other is not None:
                 route = routes[(s, sp, d, dp)] = (other[0], 1 - other[1])
             else:
-                conn = _Conn(len(conns), (s, sp), (d, dp), sp in kafka_ports or dp in kafka_ports, ts)
+                conn = _Conn(len(conns), (s, sp), (d, dp), sp in kafka_ports or dp in kafka_ports, t / 1e9)
+                conn.last_ns = t
                 conns.append(conn)
                 if conn.kafka_port and not flags & SYN:     # as Analyzer._open: the Kafka port is the server's
                     conn.client = 0 if dp in kafka_ports else 1
@@ -351,8 +364,8 @@ def _classify(data: bytes, columns: list, kafka_ports: frozenset):
         conn, side = route
         packet_conn.append(conn)
         conn.packets[side] += 1
-        if ts > conn.last_ts:
-            conn.last_ts = ts
+        if t > conn.last_ns:                   # the latest time, in ns (as floats: the same maximum)
+            conn.last_ns = t
         length = lengths[i]
         conn.payload_bytes[side] += length
         seq = seqs[i]
@@ -384,7 +397,11 @@ def _classify(data: bytes, columns: list, kafka_ports: frozenset):
                     conn.irregular = True       # a hole, an overlap, a retransmission
                     continue
                 conn.any_payload = True
-                if not _cut(data, conn, side, i, starts[i], length, delivered, frames, unpack):
+                start = starts[i]
+                if conn.pending[side] is None and length >= 4 and unpack(data, start)[0] == length - 4 \
+                        and length - 4 <= MAX_FRAME:        # one whole frame: the common case, inline
+                    frames.append((i, conn, side, delivered, start, start + length))
+                elif not _cut(data, conn, side, i, start, length, delivered, frames, unpack):
                     conn.irregular = True
                     continue
                 conn.delivered[side] = delivered + length
@@ -404,9 +421,11 @@ def _classify(data: bytes, columns: list, kafka_ports: frozenset):
             conn.state = "RST"
             conn.ended = [True, True]
     for conn in conns:
+        conn.last_ts = conn.last_ns / 1e9
         if conn.pending[0] is not None or conn.pending[1] is not None:
             conn.irregular = True               # a frame cut off by the end of the capture
-    frames = [f for f in frames if not f[1].irregular]     # cut before their connection turned out irregular
+    if any(conn.irregular for conn in conns):   # frames cut before their connection turned out irregular
+        frames = [f for f in frames if not f[1].irregular]
     return conns, packet_conn, frames
 
 
@@ -423,7 +442,7 @@ def _cut(data: bytes, conn: _Conn, side: int, position: int, start: int, length:
             pending[2] = have + length
             return True
         pieces.append((pos, pos + missing))
-        frames.append((position, conn, side, offset, pieces))
+        frames.append((position, conn, side, offset, 0, 0, pieces))
         conn.pending[side] = None
         pos += missing
     while pos + 4 <= end:
@@ -434,7 +453,7 @@ def _cut(data: bytes, conn: _Conn, side: int, position: int, start: int, length:
         if stop > end:
             conn.pending[side] = [delivered + pos - start, 4 + size, end - pos, [(pos, end)]]
             return True
-        frames.append((position, conn, side, delivered + pos - start, [(pos, stop)]))
+        frames.append((position, conn, side, delivered + pos - start, pos, stop))
         pos = stop
     return pos == end                           # a size prefix split across segments: not handled here
 
@@ -442,20 +461,36 @@ def _cut(data: bytes, conn: _Conn, side: int, position: int, start: int, length:
 def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_Conn], frames: list,
             kafka_ports: frozenset):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
-    Analyzer; one frame numbering for both."""
+    Analyzer; one frame numbering for both.
+
+    Returns (row columns, objects, extras, analyzer): the frames table's values column by column (the row
+    layout, R_FRAME to R_OFFSET; no per-frame row object is made), the general pipeline's Frame objects by
+    index (their column values are placeholders until :class:`FrameStore` fills them in), and index ->
+    (kept message, topic ids) where either is set."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
     topic_names = analyzer.topic_names
     names: dict[int, str] = {}
-    rows: list = []
+    dense = [[] for _ in range(R_OFFSET + 1)]
+    (c_frame, c_stream, c_src, c_dst, c_kind, c_api_key, c_api_name, c_api_version, c_correlation, c_client_id,
+     c_size, _, _, _, c_error_code, c_error, c_topics, c_record_count, c_summary, c_diagnostics, _, c_ts, c_raw,
+     c_offset) = dense
+    objects: dict[int, object] = {}
+    extras: dict[int, tuple] = {}
+    pairs: list[tuple] = []                     # (request index, response index, latency)
+    inferred_at: list[int] = []
+    latencies: dict[float, float] = {}          # seconds between request and response -> latency_ms
     count = 0
-    request = decoding.request
-    response = decoding.response
-    irregular = [i for i, conn in enumerate(packet_conn) if conn.irregular]
-    events = _merge(irregular, frames)
-    for i, frame in events:
-        if frame is None:
+    index = 0                                   # next row
+    request, request_parts = decoding.request, decoding.request_parts
+    response, response_parts = decoding.response, decoding.response_parts
+    unpack_from = _SIZE.unpack_from
+    irregular = ([i for i, conn in enumerate(packet_conn) if conn.irregular]
+                 if any(conn.irregular for conn in conns) else [])
+    for frame in _merge(irregular, frames):
+        if frame.__class__ is int:              # a packet of an irregular connection
+            i = frame
             conn = packet_conn[i]
             s, d = src_ips[i], dst_ips[i]
             start = starts[i]
@@ -463,86 +498,153 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
                                seqs[i], acks[i], flagss[i], data[start:start + lengths[i]], [])
             analyzer.next_stream = conn.index
             analyzer.frame_count = count
-            rows.extend(analyzer.feed(packet))
+            for made in analyzer.feed(packet):
+                objects[index] = made
+                index += 1
+                for column in dense:
+                    column.append(None)
             count = analyzer.frame_count
             continue
-        _, conn, side, offset, pieces = frame
-        if len(pieces) == 1:
-            raw = data[pieces[0][0]:pieces[0][1]]
+        if len(frame) == 6:
+            i, conn, side, offset, start, end = frame
+            raw = data[start:end]
         else:
+            i, conn, side, offset, _, _, pieces = frame
             raw = b"".join(data[a:b] for a, b in pieces)
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
-            message = request(raw)
-            keep = message.api_key in _KEEP_MESSAGES or message.body is None
-            topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
-            api_key, version, correlation_id = message.api_key, message.api_version, message.correlation_id
-            client_id = message.client_id
-            row = [count, conn.index, conn.names[side], conn.names[1 - side], "request", api_key,
-                   message.api_name, version, correlation_id, client_id, message.size, None, None, None,
-                   code, error, topics, records, summary, notes, False, ts, raw, offset, topic_ids,
-                   message if keep else None]
+            parts = request_parts(raw)
+            if parts is not None:               # the usual case: no Request object made
+                api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
+                message, keep = None, False
+                topics, code, error, records, notes, summary, topic_ids = describe_body(
+                    api_key, api_name, version, "request", body, None, topic_names)
+            else:
+                message = request(raw)
+                api_key, version, correlation_id = message.api_key, message.api_version, message.correlation_id
+                api_name, client_id, body, size = message.api_name, message.client_id, message.body, message.size
+                keep = api_key in _KEEP_MESSAGES or body is None
+                topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
+            c_kind.append("request")
+            conn.requests += 1
             if api_key >= 0 and version >= 0 and correlation_id >= 0:
-                if api_key != PRODUCE or expects_response(api_key, message.body):
-                    conn.in_flight[correlation_id] = row
+                if api_key != PRODUCE or expects_response(api_key, body):
+                    conn.in_flight[correlation_id] = (index, count, api_key, version, client_id, ts)
                 pair = (api_key, version)
                 conn.requests_seen[pair] = None
-                host = host_requests.get(conn.client_ip)
-                if host is None:
-                    host = host_requests[conn.client_ip] = {}
+                host = conn.host
+                if host is None:                # the capture-wide dict of the client's host (never replaced)
+                    host = host_requests.get(conn.client_ip)
+                    if host is None:
+                        host = host_requests[conn.client_ip] = {}
+                    conn.host = host
                 host[pair] = None
             if client_id and client_id not in conn.client_ids:
                 conn.client_ids.append(client_id)
         else:
-            correlation_id = _SIZE.unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
+            correlation_id = unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
             asked = conn.in_flight.pop(correlation_id, None)
             inferred = False
+            parts = None
             if asked is not None:
-                message = response(raw, asked[R_API_KEY], asked[R_API_VERSION])
-                client_id = asked[R_CLIENT_ID]
+                api_key, version, client_id = asked[2], asked[3], asked[4]
+                parts = response_parts(raw, api_key, version)
+                if parts is not None:           # the usual case: no Response object made
+                    api_name, correlation_id, body, size, _, _ = parts
+                    message, keep = None, False
+                    topics, code, error, records, notes, summary, topic_ids = describe_body(
+                        api_key, api_name, version, "response", body, None, topic_names)
+                else:
+                    message = response(raw, api_key, version)
             else:
                 message, inferred = unpaired_response(raw, correlation_id, conn.requests_seen, conn.advertised,
                                                       host_requests.get(conn.client_ip, {}))
                 client_id = None
-            keep = inferred or message.api_key in _KEEP_MESSAGES or message.body is None
-            topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
-            row = [count, conn.index, conn.names[side], conn.names[1 - side], "response", message.api_key,
-                   message.api_name, message.api_version, message.correlation_id, client_id, message.size,
-                   None, None, None, code, error, topics, records, summary, notes, inferred, ts, raw, offset,
-                   topic_ids, message if keep else None]
+            if parts is None:
+                api_key, version, correlation_id = message.api_key, message.api_version, message.correlation_id
+                api_name, body, size = message.api_name, message.body, message.size
+                keep = inferred or api_key in _KEEP_MESSAGES or body is None
+                topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
+            c_kind.append("response")
+            conn.responses += 1
             if asked is not None:
-                row[R_REQUEST_FRAME] = asked[R_FRAME]
-                asked[R_RESPONSE_FRAME] = count
-                row[R_LATENCY] = asked[R_LATENCY] = round((ts - asked[R_TS]) * 1000.0, 6)
-            if message.api_key == API_VERSIONS and message.body:
-                conn.advertised.extend(advertised_ranges(message.body))
-        rows.append(row)
+                # round() is slow and latencies repeat (timestamps have a resolution): remember its results
+                elapsed = ts - asked[5]
+                latency = latencies.get(elapsed)
+                if latency is None:
+                    latency = round(elapsed * 1000.0, 6)
+                    if len(latencies) < 65536:
+                        latencies[elapsed] = latency
+                pairs.append((asked[0], index, asked[1], count, latency))
+            if inferred:
+                inferred_at.append(index)
+            if api_key == API_VERSIONS and body:
+                conn.advertised.extend(advertised_ranges(body))
+        c_api_name.append(api_name)
+        c_frame.append(count)
+        c_stream.append(conn.index)
+        c_src.append(conn.names[side])
+        c_dst.append(conn.names[1 - side])
+        c_api_key.append(api_key)
+        c_api_version.append(version)
+        c_correlation.append(correlation_id)
+        c_client_id.append(client_id)
+        c_size.append(size)
+        c_error_code.append(code)
+        c_error.append(error)
+        c_topics.append(topics)
+        c_record_count.append(records)
+        c_summary.append(summary)
+        c_diagnostics.append(notes)
+        c_ts.append(ts)
+        c_raw.append(raw)
+        c_offset.append(offset)
+        if keep or topic_ids is not None:
+            extras[index] = (message if keep else None, topic_ids)
+        index += 1
     analyzer.frame_count = count
-    rows.extend(analyzer.finish())              # the general pipeline's connections end (as at end of capture)
+    for made in analyzer.finish():              # the general pipeline's connections end (as at end of capture)
+        objects[index] = made
+        index += 1
+        for column in dense:
+            column.append(None)
     analyzer.packet_count = len(packet_conn)
-    return rows, analyzer
+    request_frames, response_frames, latency_column = [None] * index, [None] * index, [None] * index
+    for asked, answer, asked_frame, answer_frame, latency in pairs:
+        response_frames[asked] = answer_frame
+        request_frames[answer] = asked_frame
+        latency_column[asked] = latency_column[answer] = latency
+    inferred_column = [False] * index
+    for at in inferred_at:
+        inferred_column[at] = True
+    dense[R_REQUEST_FRAME] = request_frames
+    dense[R_RESPONSE_FRAME] = response_frames
+    dense[R_LATENCY] = latency_column
+    dense[R_INFERRED] = inferred_column
+    return dense, objects, extras, analyzer
 
 
 def _dotted(value: int) -> str:
     return socket.inet_ntoa(value.to_bytes(4, "big"))
 
 
-def _merge(packets: list[int], frames: list[tuple]) -> list[tuple]:
-    """Events in packet order: (position, None) for a packet of an irregular connection, (position, frame)
-    for a regular connection's frame completed by that packet (frames of one packet in stream order)."""
+def _merge(packets: list[int], frames: list[tuple]) -> list:
+    """Events in packet order: a packet of an irregular connection as its position (an int), a regular
+    connection's frame as itself, after the packets before the one that completed it (frames of one packet
+    in stream order)."""
     if not packets:
-        return [(f[0], f) for f in frames]
+        return frames
     if not frames:
-        return [(i, None) for i in packets]
+        return packets
     out = []
     j, total = 0, len(frames)
     for i in packets:
         while j < total and frames[j][0] < i:
-            out.append((frames[j][0], frames[j]))
+            out.append(frames[j])
             j += 1
-        out.append((i, None))
-    out.extend((f[0], f) for f in frames[j:])
+        out.append(i)
+    out.extend(frames[j:])
     return out
 
 
@@ -553,16 +655,7 @@ def _ip_name(value: int, names: dict[int, str]) -> str:
     return name
 
 
-def _frames_sent(table, streams: int) -> dict[str, list[int]]:
-    """Frames per stream, by kind."""
-    import numpy as np
-
-    stream = table["stream"].to_numpy(dtype=np.int64)
-    kinds = table["kind"].to_numpy(dtype=object)
-    return {kind: np.bincount(stream[kinds == kind], minlength=streams).tolist() for kind in ("request", "response")}
-
-
-def _connection_row(conn: _Conn, sent: dict[str, list[int]]) -> dict:
+def _connection_row(conn: _Conn) -> dict:
     client = conn.client
     server = 1 - client
     return {
@@ -570,6 +663,6 @@ def _connection_row(conn: _Conn, sent: dict[str, list[int]]) -> dict:
         "first_time": conn.first_ts, "last_time": conn.last_ts,
         "client_bytes": conn.payload_bytes[client], "server_bytes": conn.payload_bytes[server],
         "client_packets": conn.packets[client], "server_packets": conn.packets[server],
-        "requests": sent["request"][conn.index], "responses": sent["response"][conn.index],
+        "requests": conn.requests, "responses": conn.responses,
         "client_ids": list(conn.client_ids), "gaps": 0, "gap_bytes": 0, "midstream": False, "state": conn.state,
     }

@@ -73,7 +73,32 @@ def request(raw: bytes) -> Request:
         return decode_request(raw, annotate=True)
 
 
+def request_parts(raw: bytes) -> tuple | None:
+    """(api_key, api_name, api_version, correlation_id, client_id, body, size, header_version, False) of the
+    request in ``raw``: exactly the fields :func:`request` would give, without making the Request; None where
+    the caller must use :func:`request` (the fast path refuses the bytes, payload fields are to be attached,
+    ApiVersions)."""
+    try:
+        parts = _request_parts(raw)
+    except Exception:             # noqa: BLE001 - any surprise: the codec's own path decides
+        return None
+    if parts is None or parts[8] or parts[0] == API_VERSIONS:
+        return None
+    return parts
+
+
 def _fast_request(raw: bytes) -> Request | None:
+    parts = _request_parts(raw)
+    if parts is None:
+        return None
+    api_key, name, api_version, correlation_id, client_id, body, size, header_version, payloads = parts
+    message = Request(api_key, name, api_version, correlation_id, body, size, header_version, [], None, client_id)
+    if payloads:
+        attach_payloads(message)
+    return message
+
+
+def _request_parts(raw: bytes) -> tuple | None:
     n = len(raw)
     if n < 14:
         return None
@@ -104,11 +129,7 @@ def _fast_request(raw: bytes) -> Request | None:
     body, end = plan.decode(raw, pos, "batches")
     if end != n:
         return None
-    message = Request(api_key, plan.name, api_version, correlation_id, body, size, header_version, [], None,
-                      client_id)
-    if plan.payloads:
-        attach_payloads(message)
-    return message
+    return api_key, plan.name, api_version, correlation_id, client_id, body, size, header_version, plan.payloads
 
 
 def response(raw: bytes, api_key: int, api_version: int) -> Response:
@@ -126,7 +147,31 @@ def response(raw: bytes, api_key: int, api_version: int) -> Response:
         return decode_response(raw, api_key, api_version, annotate=True)
 
 
+def response_parts(raw: bytes, api_key: int, api_version: int) -> tuple | None:
+    """(api_name, correlation_id, body, size, header_version, False) of the response in ``raw``: exactly the
+    fields :func:`response` would give, without making the Response; None where the caller must use
+    :func:`response`."""
+    try:
+        parts = _response_parts(raw, api_key, api_version)
+    except Exception:             # noqa: BLE001
+        return None
+    if parts is None or parts[5]:
+        return None
+    return parts
+
+
 def _fast_response(raw: bytes, api_key: int, api_version: int) -> Response | None:
+    parts = _response_parts(raw, api_key, api_version)
+    if parts is None:
+        return None
+    name, correlation_id, body, size, header_version, payloads = parts
+    message = Response(api_key, name, api_version, correlation_id, body, size, header_version, [])
+    if payloads:
+        attach_payloads(message)
+    return message
+
+
+def _response_parts(raw: bytes, api_key: int, api_version: int) -> tuple | None:
     n = len(raw)
     if n < 8 or api_key == API_VERSIONS:
         return None
@@ -146,7 +191,4 @@ def _fast_response(raw: bytes, api_key: int, api_version: int) -> Response | Non
     body, end = plan.decode(raw, pos, "batches")
     if end != n:
         return None
-    message = Response(api_key, plan.name, api_version, correlation_id, body, size, plan.header_version, [])
-    if plan.payloads:
-        attach_payloads(message)
-    return message
+    return plan.name, correlation_id, body, size, plan.header_version, plan.payloads

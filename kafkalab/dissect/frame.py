@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from operator import attrgetter
-from typing import Any
+from typing import Any, Callable
 
 from kafkalab.protocol import Message, decode_request, decode_response
 from kafkalab.protocol.schema.error_codes import error_name
@@ -165,20 +165,32 @@ def describe(message: Message, topic_names: dict | None = None, own_diagnostics:
     frame columns that come from its body. ``diagnostics`` is a new list unless ``own_diagnostics`` (the
     caller drops the message, so its list can be taken over). Topics given only by id come after the named
     ones, by name where ``topic_names`` knows them."""
-    api_key = message.api_key
     diagnostics = message.diagnostics if own_diagnostics else list(message.diagnostics)
-    body = message.body
-    kind = message.kind
-    version = message.api_version
-    if api_key < 0 or body.__class__ is not dict:
-        return [], 0, None, 0, diagnostics, summary_text(message.api_name, version, kind, _NO_PARTITIONS, 0,
-                                                          None, None, None, diagnostics), None
-    fn = FACTS_BY_VERSION.get((api_key, kind, version), False)
-    if fn is False:
-        fn = facts_function(api_key, kind, version)
-    if fn is None:
-        return [], 0, None, 0, diagnostics, summary_text(message.api_name, version, kind, _NO_PARTITIONS, 0,
-                                                          None, None, None, diagnostics), None
+    return describe_body(message.api_key, message.api_name, message.api_version, message.kind, message.body,
+                         diagnostics, topic_names)
+
+
+def describe_body(api_key: int, api_name: str, version: int, kind: str, body, diagnostics: list[str] | None,
+                  topic_names: dict | None = None) -> tuple:
+    """:func:`describe` from a message's parts: what the capture reader calls where it has the parts without
+    a message object. ``diagnostics`` is the list to return, extended in place; None for a new list (the
+    message had no diagnostics)."""
+    plan = _DESCRIBE_PLANS.get((api_key, kind, version))
+    if plan is None or body.__class__ is not dict:
+        if diagnostics is None:
+            diagnostics = []
+        if api_key < 0 or body.__class__ is not dict:
+            return [], 0, None, 0, diagnostics, summary_text(api_name, version, kind, _NO_PARTITIONS, 0,
+                                                              None, None, None, diagnostics), None
+        fn = FACTS_BY_VERSION.get((api_key, kind, version), False)
+        if fn is False:
+            fn = facts_function(api_key, kind, version)
+        if fn is None:
+            return [], 0, None, 0, diagnostics, summary_text(api_name, version, kind, _NO_PARTITIONS, 0,
+                                                              None, None, None, diagnostics), None
+        names = SUMMARY_FIELDS.get(api_key) if kind == "request" else None
+        plan = _DESCRIBE_PLANS[(api_key, kind, version)] = (fn, names, _field_values(names) if names else None)
+    fn, names, values = plan
     partitions, code, count, notes, pairs, by_id = fn(body)
     topic_ids = None
     if pairs and topic_names is not None:
@@ -186,9 +198,10 @@ def describe(message: Message, topic_names: dict | None = None, own_diagnostics:
     if by_id:
         partitions, topic_ids = _resolve_topic_ids(partitions, by_id, topic_names)
     error = error_name(code) if code else None
-    if notes:
+    if diagnostics is None:
+        diagnostics = notes                     # a new list from the facts function, free to take over
+    elif notes:
         diagnostics.extend(notes)
-    names = SUMMARY_FIELDS.get(api_key) if kind == "request" else None
     summary = None
     if len(partitions) <= 1 and not diagnostics:
         # The common shapes (at most one topic and partition) repeat endlessly in real traffic: remember them.
@@ -200,21 +213,32 @@ def describe(message: Message, topic_names: dict | None = None, own_diagnostics:
         else:
             topic = number = ""
         if topic is not None:
-            key = (api_key, version, kind, topic, number, count, error,
-                   tuple(map(body.get, names)) if names else None)
+            key = (api_key, version, kind, topic, number, count, error, values(body) if names else None)
             summary = _SUMMARIES.get(key)
             if summary is None:
-                summary = summary_text(message.api_name, version, kind, partitions, count, body if names else None,
+                summary = summary_text(api_name, version, kind, partitions, count, body if names else None,
                                        names, error, diagnostics)
                 if len(_SUMMARIES) < 65536:
                     _SUMMARIES[key] = summary
     if summary is None:
-        summary = summary_text(message.api_name, version, kind, partitions, count, body if names else None, names,
+        summary = summary_text(api_name, version, kind, partitions, count, body if names else None, names,
                                error, diagnostics)
     return list(partitions), code, error, count, diagnostics, summary, topic_ids
 
 
 _SUMMARIES: dict[tuple, str] = {}
+_DESCRIBE_PLANS: dict[tuple[int, str, int], tuple] = {}    # (api_key, kind, version) -> (facts fn, names, values)
+
+
+def _field_values(names: tuple) -> Callable:
+    """``body -> tuple(body.get(name) for name in names)``, for the summary cache's key."""
+    if len(names) == 1:
+        (a,) = names
+        return lambda body: (body.get(a),)
+    if len(names) == 2:
+        a, b = names
+        return lambda body: (body.get(a), body.get(b))
+    return lambda body: tuple(map(body.get, names))
 
 
 _NO_PARTITIONS: dict[str, list[int]] = {}

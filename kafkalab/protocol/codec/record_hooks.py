@@ -19,8 +19,15 @@ class RecordsHooks:
 
 
 def _decode_batches(data: bytes):
-    from ..records import decode_records
-    return decode_records(data)
+    if not data:
+        return []                   # what decode_records gives for no bytes (empty Fetch partitions: common)
+    global _decode_records
+    if _decode_records is None:
+        from ..records import decode_records as _decode_records
+    return _decode_records(data)
+
+
+_decode_records = None              # records.decode_records, imported on first use (records imports the codec)
 
 
 def _trace(data: bytes, node, base: int, path: str) -> None:
