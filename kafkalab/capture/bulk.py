@@ -34,10 +34,11 @@ from typing import Iterable
 from kafkalab.dissect import decoding
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
-from kafkalab.pcap.files import MAX_RECORD, PCAP_MAGICS, PCAPNG_SHB, LinkRecord
+from kafkalab.pcap.files import PCAP_MAGICS, PCAPNG_SHB, LinkRecord
 from kafkalab.protocol.correlation import PRODUCE, expects_response
 
 from .analyzer import Analyzer
+from .bulk_records import Bail, pcap_records, pcapng_records
 from .framing import MAX_FRAME
 from .session import _KEEP_MESSAGES, API_VERSIONS, advertised_ranges, unpaired_response
 
@@ -50,10 +51,6 @@ _SIZE = struct.Struct(">i")
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
  R_REQUEST_FRAME, R_RESPONSE_FRAME, R_LATENCY, R_ERROR_CODE, R_ERROR, R_TOPICS, R_RECORD_COUNT, R_SUMMARY,
  R_DIAGNOSTICS, R_INFERRED, R_TS, R_RAW, R_OFFSET, R_TOPIC_IDS, R_MESSAGE) = range(26)
-
-
-class _Bail(Exception):
-    """The file is not one the bulk reader handles: the general pipeline reads it."""
 
 
 class _Conn:
@@ -107,7 +104,7 @@ def read_bulk(source, ports: Iterable[int] | None = None):
         return None
     try:
         return _read(data, ports)
-    except _Bail:
+    except Bail:
         return None
 
 
@@ -119,11 +116,11 @@ def _read(data: bytes, ports: Iterable[int] | None):
 
     magic = struct.unpack_from("<I", data)[0]
     if magic in PCAP_MAGICS:
-        body, ts_ns, stored, original, snaplen = _pcap_records(data)
+        body, ts_ns, stored, original, snaplen = pcap_records(data)
     elif magic == PCAPNG_SHB:
-        body, ts_ns, stored, original, snaplen = _pcapng_records(data)
+        body, ts_ns, stored, original, snaplen = pcapng_records(data)
     else:
-        raise _Bail
+        raise Bail
     u8 = np.frombuffer(data, dtype=np.uint8)
     safe = body + 54 <= len(data)                 # room for Ethernet, IPv4 and TCP headers to be read
     if not safe.all():
@@ -151,10 +148,10 @@ def _read(data: bytes, ports: Iterable[int] | None):
             start = int(starts[i]) if starts[i] >= 0 else int(body[i])
             record = LinkRecord(i + 1, int(ts_ns[i]), 1, data[start:start + int(stored[i])], int(original[i]))
             if decoder.decode(record) is not None or decoder.pending_fragments():
-                raise _Bail
+                raise Bail
     index = np.nonzero(fast)[0]
     if not len(index):
-        raise _Bail
+        raise Bail
     at = body[index]
     total, header_length = total[index].astype(np.int64), header_length[index].astype(np.int64)
     ts_ns = ts_ns[index].tolist()
@@ -167,7 +164,7 @@ def _read(data: bytes, ports: Iterable[int] | None):
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
     conns, packet_conn, frames = _classify(data, columns, kafka_ports)
     if all(c.irregular for c in conns):
-        raise _Bail
+        raise Bail
     for conn in conns:
         if not conn.irregular:
             conn.client_ip = _dotted(conn.ends[conn.client][0])
@@ -248,90 +245,8 @@ def _plain_column(column) -> list:
     return column.astype(object).where(column.notna(), None).tolist()
 
 
-def _pcap_records(data: bytes):
-    """(packet data offsets, timestamps in ns, stored lengths, original lengths, snap lengths) of every
-    record of a classic pcap file of Ethernet packets, as int64 arrays."""
-    import numpy as np
-
-    order, nanos = PCAP_MAGICS[struct.unpack_from("<I", data)[0]]
-    major, _, _, _, snaplen, linktype = struct.unpack_from(order + "HHiIII", data, 4)
-    if major != 2 or linktype & 0x0FFFFFFF != 1:
-        raise _Bail
-    unpack = struct.Struct(order + "I").unpack_from        # a record's stored length (at +8): the walk
-    offsets = []
-    add_offset = offsets.append
-    pos, n = 24, len(data)
-    while pos + 16 <= n:
-        stored = unpack(data, pos + 8)[0]
-        if stored > MAX_RECORD:
-            raise _Bail
-        add_offset(pos + 16)
-        pos += 16 + stored
-    if pos != n or not offsets:                 # truncated, or no packets: the general reader reports it
-        raise _Bail
-    body = np.array(offsets, dtype=np.int64)
-    # the record headers' four fields, gathered with numpy (records need not be aligned)
-    u8 = np.frombuffer(data, dtype=np.uint8)
-    shifts = (0, 8, 16, 24) if order == "<" else (24, 16, 8, 0)
-    fields = []
-    for k in (-16, -12, -8, -4):
-        value = np.zeros(len(body), dtype=np.int64)
-        for j, shift in enumerate(shifts):
-            value |= u8[body + (k + j)].astype(np.int64) << shift
-        fields.append(value)
-    ts_ns = fields[0] * 1_000_000_000 + fields[1] * (1 if nanos else 1000)
-    return body, ts_ns, fields[2], fields[3], np.full(len(offsets), snaplen, dtype=np.int64)
 
 
-def _pcapng_records(data: bytes):
-    """The same for a pcapng file whose packets are all Enhanced Packet Blocks on Ethernet interfaces (any
-    other packet block, a damaged block or another link type: the general reader)."""
-    import numpy as np
-
-    from kafkalab.pcap.files import _Interface, _interface_options
-
-    order = "<"
-    interfaces: list = []
-    offsets, stamps, stored, original, snaplens = [], [], [], [], []
-    pos, n = 0, len(data)
-    while pos < n:
-        if pos + 12 > n:
-            raise _Bail
-        if data[pos:pos + 4] == b"\x0a\x0d\x0d\x0a":           # section header: byte order, new interfaces
-            bom = data[pos + 8:pos + 12]
-            order = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else None
-            if order is None:
-                raise _Bail
-            interfaces = []
-        kind, total = struct.unpack_from(order + "II", data, pos)
-        if total < 12 or total % 4 or total > MAX_RECORD or pos + total > n or \
-                struct.unpack_from(order + "I", data, pos + total - 4)[0] != total:
-            raise _Bail
-        if kind == 1:
-            if total < 20:
-                raise _Bail
-            linktype, _, snaplen = struct.unpack_from(order + "HHI", data, pos + 8)
-            interfaces.append(_interface_options(_Interface(linktype, snaplen), data[pos + 8:pos + total - 4], 8,
-                                                 order))
-        elif kind == 6:
-            if total < 32:
-                raise _Bail
-            iface, high, low, captured, orig = struct.unpack_from(order + "IIIII", data, pos + 8)
-            if iface >= len(interfaces) or interfaces[iface].linktype != 1 or captured > total - 32:
-                raise _Bail
-            info = interfaces[iface]
-            offsets.append(pos + 28)
-            stamps.append(info.ts_ns((high << 32) | low))
-            stored.append(captured)
-            original.append(orig)
-            snaplens.append(info.snaplen)
-        elif kind in (2, 3):                    # obsolete and simple packet blocks
-            raise _Bail
-        pos += total
-    if not offsets:
-        raise _Bail
-    return (np.array(offsets, dtype=np.int64), np.array(stamps, dtype=np.int64), np.array(stored, dtype=np.int64),
-            np.array(original, dtype=np.int64), np.array(snaplens, dtype=np.int64))
 
 
 def _classify(data: bytes, columns: list, kafka_ports: frozenset):
@@ -374,7 +289,7 @@ def _classify(data: bytes, columns: list, kafka_ports: frozenset):
             # the numbering of every later stream. Only an exact repeat of the connection's own SYN before
             # any data is harmless (and left to the general pipeline).
             if conn.irregular or conn.state != "open" or conn.any_payload or conn.syn[side] != seq:
-                raise _Bail
+                raise Bail
             conn.irregular = True
         if conn.irregular:
             continue
