@@ -32,6 +32,7 @@ import struct
 from typing import Iterable
 
 from kafkalab.dissect import decoding
+from kafkalab.dissect.facts import uses_topic_ids
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
 from kafkalab.pcap.files import PCAP_MAGICS, PCAPNG_SHB, LinkRecord
@@ -46,6 +47,12 @@ SEQ_MOD = 1 << 32
 HALF = 1 << 31
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _SIZE = struct.Struct(">i")
+# Chatty traffic repeats itself: heartbeats, metadata polls and an idle consumer's fetches are the same bytes
+# but for the correlation id, again and again. A small frame's columns are remembered by those bytes (and
+# reused, lists included, which is why FrameStore copies them into the Frame objects it makes), unless
+# describing it depends on what came before (topic ids) or it has diagnostics.
+MEMO_BYTES = 512
+MEMO_ENTRIES = 1 << 14
 
 # row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frame._ROW_FIELDS), then extras
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
@@ -225,6 +232,7 @@ class FrameStore:
         if self._columns is None:
             self._columns = {name: _plain_column(self.table[name]) for name in ROW_FIELDS if name != "ts"}
         row = [self._columns[name][index] for name in ROW_FIELDS[:-1]]
+        row[R_TOPICS], row[R_DIAGNOSTICS] = list(row[R_TOPICS]), list(row[R_DIAGNOSTICS])   # the Frame's own
         message, topic_ids = self.extras.get(index, (None, None))
         row += [float(self.ts[index]), self.raw[index], int(self.offsets[index]), topic_ids, message]
         return frame_from_row(row)
@@ -401,6 +409,8 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
     request, request_parts = decoding.request, decoding.request_parts
     response, response_parts = decoding.response, decoding.response_parts
     unpack_from = _SIZE.unpack_from
+    request_memo: dict[bytes, tuple] = {}       # see MEMO_BYTES
+    response_memo: dict[tuple, tuple] = {}
     irregular = ([i for i, conn in enumerate(packet_conn) if conn.irregular]
                  if any(conn.irregular for conn in conns) else [])
     for frame in _merge(irregular, frames):
@@ -429,12 +439,21 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
-            parts = request_parts(raw)
-            if parts is not None:               # the usual case: no Request object made
+            key = raw[:8] + raw[12:] if len(raw) <= MEMO_BYTES else b""    # the frame but its correlation id
+            seen = request_memo.get(key)
+            if seen is not None:                # the same request as before, but for its correlation id
+                api_key, api_name, version, client_id, body, size, topics, code, error, records, summary = seen
+                correlation_id = unpack_from(raw, 8)[0]
+                notes, message, keep, topic_ids = [], None, False, None
+            elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
                 message, keep = None, False
                 topics, code, error, records, notes, summary, topic_ids = describe_body(
                     api_key, api_name, version, "request", body, None, topic_names)
+                if key and not notes and len(request_memo) < MEMO_ENTRIES \
+                        and not uses_topic_ids(api_key, "request", version):
+                    request_memo[key] = (api_key, api_name, version, client_id, body, size, topics, code, error,
+                                         records, summary)
             else:
                 message = request(raw)
                 api_key, version, correlation_id = message.api_key, message.api_version, message.correlation_id
@@ -464,12 +483,20 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
             parts = None
             if asked is not None:
                 api_key, version, client_id = asked[2], asked[3], asked[4]
-                parts = response_parts(raw, api_key, version)
-                if parts is not None:           # the usual case: no Response object made
+                key = (api_key, version, raw[8:]) if 8 <= len(raw) <= MEMO_BYTES else None
+                seen = response_memo.get(key)
+                if seen is not None:
+                    parts = True
+                    api_name, body, size, topics, code, error, records, summary = seen
+                    notes, message, keep, topic_ids = [], None, False, None
+                elif (parts := response_parts(raw, api_key, version)) is not None:  # no Response object made
                     api_name, correlation_id, body, size, _, _ = parts
                     message, keep = None, False
                     topics, code, error, records, notes, summary, topic_ids = describe_body(
                         api_key, api_name, version, "response", body, None, topic_names)
+                    if key and not notes and len(response_memo) < MEMO_ENTRIES \
+                            and not uses_topic_ids(api_key, "response", version):
+                        response_memo[key] = (api_name, body, size, topics, code, error, records, summary)
                 else:
                     message = response(raw, api_key, version)
             else:

@@ -141,6 +141,26 @@ def facts_function(api_key: int, kind: str, api_version: int) -> Callable | None
     return fn
 
 
+def uses_topic_ids(api_key: int, kind: str, api_version: int) -> bool:
+    """Whether a message version has a ``topic_id`` anywhere, so that describing it may depend on (or teach)
+    the capture's topic id -> name map. Messages without one describe the same way whatever came before,
+    which is what lets a reader reuse the description of a frame it has seen before."""
+    key = (api_key, kind, api_version)
+    known = _USES_TOPIC_IDS.get(key)
+    if known is None:
+        layout = body_layout(api_key, kind, api_version)
+        known = _USES_TOPIC_IDS[key] = layout is None or _has_topic_id(layout)
+    return known
+
+
+_USES_TOPIC_IDS: dict[tuple[int, str, int], bool] = {}
+
+
+def _has_topic_id(layout: Layout) -> bool:
+    return any(_is_topic_id(s) or (s.layout is not None and _has_topic_id(s.layout))
+               for s in layout.slots + layout.tagged)
+
+
 def _is_topic(slot: Slot) -> bool:
     return slot.kind == "scalar" and slot.field.entity == "topicName"
 

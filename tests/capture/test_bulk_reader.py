@@ -185,3 +185,25 @@ def test_bulk_reader_declines_what_it_does_not_handle(tmp_path):
     assert read_bulk(data) is None                            # bytes, not a path
     bulk, general = _both(tmp_path / "cut.pcap")
     assert general.diagnostics and len(bulk) == len(general)
+
+
+def test_repeated_frames_share_nothing_a_user_can_change(tmp_path):
+    """Identical heartbeats are described once and reused by the bulk reader; each Frame still owns its lists."""
+    out = tmp_path / "heartbeats.pcap"
+    with TcpPcapWriter(out) as writer:
+        conn = writer.open_connection(("10.0.0.1", 40000), ("10.9.0.1", 9092), 1.0)
+        for n in range(1, 4):
+            body = {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None}
+            request = encode_request("Heartbeat", 3, body, correlation_id=n, client_id="client")
+            response = encode_response("Heartbeat", 3, {"throttle_time_ms": 0, "error_code": 0}, correlation_id=n)
+            writer.send(conn, True, request, 1.0 + n)
+            writer.send(conn, False, response, 1.0 + n + 0.001)
+    bulk, general = _both(out)
+    assert_same(bulk, general)
+    assert bulk.frames["correlation_id"].tolist() == [1, 1, 2, 2, 3, 3]
+    first, second = bulk[1], bulk[3]
+    first.topics.append("mine")
+    first.diagnostics.append("note")
+    assert second.topics == [] and second.diagnostics == []
+    assert bulk.frames["topics"][2] == [] and bulk.frames["diagnostics"][0] == []
+    assert bulk.frames["summary"].nunique() == 2
