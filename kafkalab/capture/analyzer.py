@@ -48,22 +48,25 @@ class Analyzer:
             conn.packets[sender] += 1
             payload = packet.payload
             frames = None
+            if flags & ACK and (payload or peer._hole_age is not None):
+                # what the peer acknowledged comes before what this packet says (Connection.packet's order)
+                events = peer.peer_ack(packet.ack, answered=bool(payload))
+                if events:
+                    frames = self._dispatch(session, [(conn.other(sender), e) for e in events], ts)
             if payload:
                 conn.payload_bytes[sender] += len(payload)
                 delivered = half.delivered
                 base = half.base
                 if (base is not None and not half._starts and not half.ended and half.fin_offset is None
-                        and (packet.seq - base - delivered) % SEQ_MOD == 0):
+                        and (packet.seq - base - delivered) % SEQ_MOD == 0 and half._hole_age is None):
                     half.delivered = delivered + len(payload)
-                    frames = session.data(sender, delivered, payload, ts)
+                    more = session.data(sender, delivered, payload, ts)
                 else:
-                    frames = self._dispatch(session, [(sender, e) for e in half.segment(packet.seq, payload)],
-                                            ts)
-            if flags & ACK:
-                events = peer.peer_ack(packet.ack)
-                if events:
-                    more = self._dispatch(session, [(conn.other(sender), e) for e in events], ts)
+                    more = self._dispatch(session, [(sender, e) for e in half.segment(packet.seq, payload)], ts)
+                if more:
                     frames = frames + more if frames else more
+            elif flags & ACK and peer._hole_age is None:
+                peer.peer_ack(packet.ack)       # a pure acknowledgement with no hole behind it: nothing to say
             return self._emit(frames) if frames else []
         a, b = (packet.src, packet.sport), (packet.dst, packet.dport)
         key = (a, b) if a <= b else (b, a)

@@ -61,9 +61,11 @@ class Connection:
             if self.client is None:
                 self.client = sender if not flags & ACK else receiver
             seq = (seq + 1) & 0xFFFFFFFF
+        if flags & ACK and packet.payload:      # an answer: what the peer acknowledged comes first
+            events.extend((receiver, e) for e in peer.peer_ack(packet.ack, answered=True))
         if packet.payload or flags & FIN:
             events.extend((sender, e) for e in half.segment(seq, packet.payload, bool(flags & FIN)))
-        if flags & ACK:
+        if flags & ACK and not packet.payload:
             events.extend((receiver, e) for e in peer.peer_ack(packet.ack))
         if flags & RST:
             self.state = "RST"

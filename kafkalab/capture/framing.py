@@ -10,7 +10,11 @@ forward for the first offset where ``plausible(buf, pos)`` says yes (it may answ
 drops the bytes before it (counted in the next frame's diagnostics) and resumes. Frames after a gap carry
 "gap before frame"; frames cut while unsure carry "resynchronised". When a gap or the end of the stream comes
 while a candidate start is still waiting for bytes, that candidate can never be confirmed: the scan moves on
-past it over the bytes already buffered, so real frames behind a false start are not thrown away.
+past it over the bytes already buffered, so real frames behind a false start are not thrown away. And while
+a candidate waits, a later offset where a whole frame is already buffered and plausible wins over it (the
+remains of a cut frame, zeros mostly, often read as the header of a large request that would otherwise hold
+back every frame behind it): the buffer after the candidate is looked at once per offset, up to
+``LOOKAHEAD`` bytes, with the few offsets that looked like frame starts but were incomplete checked again.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typing import Callable
 
 MAX_FRAME = 100 << 20               # Kafka's default socket.request.max.bytes
 MAX_UNSYNCED = 4 << 20              # scan window while looking for a frame start
+LOOKAHEAD = 64 << 10                # how far past a waiting candidate a whole frame is looked for
 _SIZE = struct.Struct(">i")
 
 
@@ -50,6 +55,8 @@ class FrameCutter:
         self._start = 0                     # its stream offset
         self._notes: list[str] = []         # diagnostics for the next frame
         self.skipped = 0
+        self._ahead: tuple[int, int, list[int]] = (-1, 0, [])  # (candidate, next offset to look at, offsets
+        #                                                         that looked like frame starts), stream offsets
 
     @property
     def buffered(self) -> int:
@@ -181,9 +188,13 @@ class FrameCutter:
         while pos + 4 <= len(buf):
             verdict = self.plausible(buf, pos)
             if verdict is None:
-                if pos - start:
-                    self._skip(start, pos)
-                return False
+                later = self._whole_frame_after(pos)
+                if later is not None:
+                    verdict, pos = True, later
+                else:
+                    if pos - start:
+                        self._skip(start, pos)
+                    return False
             if verdict:
                 if pos > start:
                     self._skip(start, pos)
@@ -194,6 +205,43 @@ class FrameCutter:
                 break
         self._skip(start, max(start, pos))
         return False
+
+    def _whole_frame_after(self, candidate: int) -> int | None:
+        """A position after ``candidate`` (which waits for bytes) where a whole frame is buffered and
+        plausible, or None (see the module docstring)."""
+        buf, base, unpack = self._buf, self._offset, _SIZE.unpack_from
+        waiting_for, upto, starts = self._ahead
+        if waiting_for != base + candidate:
+            waiting_for, upto, starts = base + candidate, base + candidate + 1, []
+
+        def whole(pos: int) -> bool | None:
+            size = unpack(buf, pos)[0]
+            if size < 0 or size > MAX_FRAME:
+                return False
+            if pos + 4 + size > len(buf):
+                return None
+            return bool(self.plausible(buf, pos))
+
+        found = None
+        for at in starts:
+            verdict = whole(at - base)
+            if verdict:
+                found = at - base
+                break
+        if found is None:
+            starts = [at for at in starts if whole(at - base) is None]
+            pos, stop = upto - base, min(len(buf) - 4, candidate + LOOKAHEAD)
+            while pos < stop:
+                verdict = whole(pos)
+                if verdict:
+                    found = pos
+                    break
+                if verdict is None and len(starts) < 8 and self.plausible(buf, pos) is not False:
+                    starts.append(base + pos)         # might start a frame once its bytes are here
+                pos += 1
+            upto = base + pos
+        self._ahead = (waiting_for, upto, starts)
+        return found
 
     def _skip(self, start: int, pos: int) -> None:
         if pos <= start:

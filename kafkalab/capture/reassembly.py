@@ -10,8 +10,11 @@ Theory of operation: ``delivered`` is the stream offset of the next byte owed to
 starts at or before it is trimmed and delivered, then any held segments that have become contiguous. A
 segment beyond it is held (sorted by start). A hole becomes a :class:`GapDetected` when waiting cannot help:
 the peer has acknowledged bytes past the hole (so the sender will not retransmit them and the capture just
-missed them), more than ``max_held`` bytes are waiting behind it, or the stream ends (FIN, RST, end of
-capture). Offsets count payload bytes only: the SYN and FIN flags take no offset.
+missed them) and ``reorder_packets`` more of its packets (data one way, acknowledgements the other) went by without filling it, more than
+``max_held`` bytes are waiting behind it, or the stream ends (FIN, RST, end of capture). The few packets of
+grace are for captures whose order is not the wire's (several queues or interfaces merged, offloads): there
+an acknowledgement can be recorded just before the data it acknowledges. Offsets count payload bytes only:
+the SYN and FIN flags take no offset.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 SEQ_MOD = 1 << 32
 HALF = 1 << 31
 DEFAULT_MAX_HELD = 8 << 20
+DEFAULT_REORDER_PACKETS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +49,10 @@ class StreamEnded:
 class HalfStream:
     """One direction's byte stream (see the module docstring)."""
 
-    def __init__(self, max_held: int = DEFAULT_MAX_HELD) -> None:
+    def __init__(self, max_held: int = DEFAULT_MAX_HELD, reorder_packets: int = DEFAULT_REORDER_PACKETS) -> None:
         self.max_held = max_held
+        self.reorder_packets = reorder_packets
+        self._hole_age: int | None = None     # packets since the peer acknowledged bytes not yet delivered
         self.base: int | None = None          # sequence number of stream offset 0
         self.midstream = False                # True when no SYN was seen before the data
         self.delivered = 0
@@ -86,21 +92,24 @@ class HalfStream:
             self.fin_offset = start + len(payload)
         if payload:
             self._accept(start, payload, events)
+        self._age_hole(events)
         self._check_end(events)
         return events
 
-    def peer_ack(self, ack: int) -> list:
-        """The other side acknowledged up to ``ack``: holes below it will never be retransmitted."""
+    def peer_ack(self, ack: int, answered: bool = False) -> list:
+        """The other side acknowledged up to ``ack``: holes below it will never be retransmitted. ``answered``:
+        the acknowledgement came with data, so the peer has moved on and the holes are given up at once
+        (what it says may answer what lies behind them)."""
         if self.base is None or self.ended:
             return []
         offset = self.offset_of(ack)
-        if offset <= self.acked:
-            return []
-        self.acked = offset
+        if offset > self.acked:
+            self.acked = offset
         events: list = []
-        while self._starts and self._starts[0] > self.delivered and self._starts[0] <= self.acked:
-            self._skip_to(self._starts[0], "lost segment (acknowledged, not captured)", events)
-            self._drain(events)
+        if answered:
+            self._give_up(events)
+        else:
+            self._age_hole(events)
         return events
 
     def reset(self) -> list:
@@ -142,12 +151,32 @@ class HalfStream:
         self._starts.insert(index, start)
         self._held.insert(index, payload)
         self.held_bytes += len(payload)
-        if self._starts[0] <= self.acked:
-            self._skip_to(self._starts[0], "lost segment (acknowledged, not captured)", events)
-            self._drain(events)
         while self.held_bytes > self.max_held and self._starts:
             self._skip_to(self._starts[0], "lost segment (too much data waiting behind it)", events)
             self._drain(events)
+
+    def _age_hole(self, events: list) -> None:
+        """Count this packet against a hole the peer has acknowledged; past the grace, skip the holes below
+        the acknowledged offset (bytes arriving later are retransmissions of what is given up)."""
+        if self.acked <= self.delivered:
+            self._hole_age = None
+            return
+        if self._hole_age is None:
+            self._hole_age = 0
+            return
+        if self._hole_age < self.reorder_packets:
+            self._hole_age += 1
+            if self._hole_age < self.reorder_packets:
+                return
+        self._give_up(events)
+
+    def _give_up(self, events: list) -> None:
+        """Skip the holes below the acknowledged offset."""
+        while self._starts and self.delivered < self._starts[0] <= self.acked:
+            self._skip_to(self._starts[0], "lost segment (acknowledged, not captured)", events)
+            self._drain(events)
+        if self.acked <= self.delivered:
+            self._hole_age = None
 
     def _drain(self, events: list) -> None:
         """Deliver held segments that have become contiguous with the delivery point."""

@@ -122,7 +122,7 @@ def _eager(data: bytes):
     while pos + 12 <= len(data):
         length = struct.unpack_from(">i", data, pos + 8)[0]
         end = min(len(data), pos + 12 + max(length, 0))
-        if data[pos + 16] != 2 or end - pos < 61:
+        if end - pos < 61 or data[pos + 16] != 2:
             break
         node = FieldNode("r", "records", "records", 0)
         out.append(decode_batch(data, pos, end, max_inflated=64 << 20, tr=Trace(node, "r", 0)))

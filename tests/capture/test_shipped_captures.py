@@ -243,12 +243,14 @@ def test_tshark_agrees_on_every_frame_it_decodes(name):
     ours: dict[tuple, list] = {}
     for frame in cap:
         ours.setdefault((frame.stream, frame.correlation_id, frame.kind), []).append(frame)
-    compared = 0
+    compared = unsupported = 0
     for pdu in tshark_pdus(CAPTURES / expected["capture"], expected["port"]):
         fields = pdu["fields"]
         if pdu["malformed"] or any("nsupported" in m or "does not end" in m for m in pdu["experts"]):
+            unsupported += 1
             continue
         if "kafka.api_key" not in fields or "kafka.correlation_id" not in fields:
+            unsupported += 1
             continue                                  # e.g. a response tshark could not pair
         kind = "request" if "kafka.request_key" in fields else "response"
         version = fields.get("kafka.request.version") or fields.get("kafka.response.version")
@@ -272,5 +274,8 @@ def test_tshark_agrees_on_every_frame_it_decodes(name):
                 sorted(k for k in keys if k is not None)
         compared += 1
     if compared == 0 and name == "midstream":
-        pytest.skip("tshark 4.0 decodes none of midstream.pcap's frames (Produce v10 is newer than it knows)")
+        # Where Wireshark gives up: it never finds a request start in a capture that begins mid-frame, so
+        # it shows the responses as undecoded ("Request Missing"). kafkalab resynchronises and decodes them.
+        assert unsupported >= 5 and all(f.api_key == 0 and f.body is not None for f in cap) and len(cap) >= 10
+        return
     assert compared >= 5, f"tshark decoded only {compared} frames of {name}"

@@ -182,10 +182,10 @@ def _decode_plain_records(buf, pos: int, end: int, count: int, ctx, records: lis
         hc = buf[q]
         q += 1
         if hc:
-            if hc >= 0x80:
+            if hc >= 0x80 or hc & 1:            # 64 headers or more, or a negative count: the general path
                 return pos
             headers = []
-            for _ in range((hc >> 1) ^ -(hc & 1)):
+            for _ in range(hc >> 1):
                 hkey, q = read_varint_bytes(buf, q, stop)
                 hvalue, q = read_varint_bytes(buf, q, stop)
                 headers.append((hkey.decode(), hvalue))
