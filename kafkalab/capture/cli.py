@@ -1,10 +1,13 @@
 """The capture commands of the ``kafkalab`` command line: ``decode``, ``stats`` and ``sniff``.
 
-    kafkalab decode CAPTURE [-p PORT]... [-T table|jsonl|csv|parquet] [-o OUT] [-V] [-x] [-c N] [-Y FILTER]
+    kafkalab decode CAPTURE [-p PORT]... [-T table|fields|jsonl|csv|parquet] [-e COLUMN]... [-o OUT] [-V] [-x]
+                    [-c N] [-Y FILTER]
     kafkalab stats  CAPTURE [-p PORT]... [-Y FILTER] [-T text|json] [--top N]
     kafkalab sniff  -i IFACE [-p PORT]... [-w OUT.pcap] [-c N] [-a SECONDS] [-T table|jsonl] [-Y FILTER] [-q]
 
-Options follow tshark's habits: ``-T`` output format, ``-V`` field tree, ``-x`` hex dump, ``-c`` count,
+Options follow tshark's habits: ``-T`` output format (``-T fields -e api_name -e latency_ms``: tab-separated
+columns, lists joined by commas, as ``tshark -T fields`` prints them), ``-e`` the columns to print (also with
+``csv`` and ``jsonl``), ``-V`` field tree, ``-x`` hex dump, ``-c`` count,
 ``-Y`` display filter (kafkalab's own language, see :mod:`kafkalab.dissect.filter`), ``-p`` more Kafka ports
 (9092-9094 are always tried, and other ports are recognised from their traffic). Data goes to stdout (or
 ``-o``), warnings and errors to stderr; colour only on a terminal and never when ``NO_COLOR`` is set. Exit
@@ -29,7 +32,8 @@ from kafkalab.dissect.frame import FRAME_COLUMNS, Frame, frame_record
 from kafkalab.pcap import CaptureError
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-FORMATS = ("table", "jsonl", "csv", "parquet")
+FORMATS = ("table", "fields", "jsonl", "csv", "parquet")
+JSON_ONLY_FIELDS = ("ts", "body")             # -e names that jsonl has besides the frame columns
 
 
 class UsageError(Exception):
@@ -45,7 +49,10 @@ def add_parsers(subparsers) -> None:
     decode.add_argument("capture", help="capture file (pcap or pcapng, optionally gzip-compressed)")
     _common_options(decode)
     decode.add_argument("-T", "--format", choices=FORMATS, default="table",
-                        help="table (default: one line per frame), jsonl, csv or parquet (needs -o)")
+                        help="table (default: one line per frame), fields (with -e), jsonl, csv or parquet "
+                             "(needs -o)")
+    decode.add_argument("-e", "--field", action="append", default=[], metavar="COLUMN",
+                        help="a frames-table column to print (repeat for more), with -T fields, csv or jsonl")
     decode.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of standard output")
     decode.add_argument("-V", "--verbose", action="store_true", help="print each frame's field tree (table)")
     decode.add_argument("-x", "--hex", action="store_true", help="print each frame's bytes as a hex dump (table)")
@@ -181,6 +188,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         raise UsageError("-T parquet needs -o FILE (Parquet is a binary format)")
     if args.format != "table" and (args.verbose or args.hex):
         raise UsageError("-V and -x go with -T table")
+    columns = _columns(args.field, args.format)
     _check_capture(args.capture)
     from .export import iter_batches, write_frames
 
@@ -196,8 +204,10 @@ def cmd_decode(args: argparse.Namespace) -> int:
                                diagnostics=notes, progress=_progress())
         if args.format == "table":
             writer = TableWriter(out, verbose=args.verbose, hex=args.hex)
+        elif args.format == "fields":
+            writer = FieldsWriter(out, columns)
         else:
-            writer = JsonLinesWriter(out) if args.format == "jsonl" else CsvWriter(out)
+            writer = JsonLinesWriter(out, args.field) if args.format == "jsonl" else CsvWriter(out, columns)
         for batch in batches:
             writer.write(batch)
         writer.close()
@@ -207,6 +217,19 @@ def cmd_decode(args: argparse.Namespace) -> int:
             out.close()
     _warn_all(notes)
     return EXIT_OK
+
+
+def _columns(fields: list[str], format: str) -> tuple[str, ...]:
+    """The columns ``-e`` asks for (all of them by default), checked against the format."""
+    if fields and format in ("table", "parquet"):
+        raise UsageError("-e goes with -T fields, csv or jsonl")
+    if format == "fields" and not fields:
+        raise UsageError("-T fields needs at least one -e COLUMN")
+    known = (*FRAME_COLUMNS, *(JSON_ONLY_FIELDS if format == "jsonl" else ()))
+    unknown = [name for name in fields if name not in known]
+    if unknown:
+        raise UsageError(f"no such column: {', '.join(unknown)} (columns: {', '.join(known)})")
+    return tuple(fields) or tuple(FRAME_COLUMNS)
 
 
 def _open_output(path: str | None) -> tuple[TextIO, bool]:
@@ -255,49 +278,91 @@ class TableWriter:
 
 
 class JsonLinesWriter:
-    def __init__(self, out: TextIO) -> None:
+    """One JSON object per frame (:func:`~kafkalab.dissect.frame.frame_record`), or only the ``fields`` named."""
+
+    def __init__(self, out: TextIO, fields: Iterable[str] = ()) -> None:
         self.out = out
+        self.fields = tuple(fields)
 
     def write(self, frames: list[Frame]) -> None:
-        dumps = json.dumps
-        self.out.write("".join(dumps(frame_record(f), ensure_ascii=False, default=str) + "\n" for f in frames))
+        dumps, fields = json.dumps, self.fields
+        body = not fields or "body" in fields
+        records = (frame_record(f, body=body) for f in frames)
+        if fields:
+            records = ({name: record[name] for name in fields} for record in records)
+        self.out.write("".join(dumps(r, ensure_ascii=False, default=str) + "\n" for r in records))
 
     def close(self) -> None:
         pass
 
 
-class CsvWriter:
-    """The frames table as CSV: ``time`` in ISO 8601 (UTC), lists as JSON arrays, nulls empty."""
+def _cells(frame: Frame, columns: tuple[str, ...], join: Callable[[list], str]) -> list:
+    """A frame's values for text output: ``time`` in ISO 8601 (UTC), lists through ``join``, nulls empty,
+    booleans as true/false."""
+    row = []
+    for name in columns:
+        if name == "time":
+            row.append(frame.time.isoformat())
+            continue
+        value = getattr(frame, name)
+        if isinstance(value, list):
+            value = join(value)
+        elif value is None:
+            value = ""
+        elif isinstance(value, bool):
+            value = "true" if value else "false"
+        row.append(value)
+    return row
 
-    def __init__(self, out: TextIO) -> None:
+
+def _json_list(values: list) -> str:
+    return json.dumps(values, ensure_ascii=False)
+
+
+def _comma_list(values: list) -> str:
+    return ",".join(map(str, values))
+
+
+class CsvWriter:
+    """The frames table as CSV (all columns, or those named): lists as JSON arrays (see :func:`_cells`)."""
+
+    def __init__(self, out: TextIO, columns: tuple[str, ...] = tuple(FRAME_COLUMNS)) -> None:
         self.writer = csv.writer(out)
+        self.columns = columns
         self.started = False
 
     def write(self, frames: list[Frame]) -> None:
         if not self.started:
-            self.writer.writerow(FRAME_COLUMNS)
+            self.writer.writerow(self.columns)
             self.started = True
-        rows = []
-        for frame in frames:
-            row = []
-            for name in FRAME_COLUMNS:
-                if name == "time":
-                    row.append(frame.time.isoformat())
-                    continue
-                value = getattr(frame, name)
-                if isinstance(value, list):
-                    value = json.dumps(value, ensure_ascii=False)
-                elif value is None:
-                    value = ""
-                elif isinstance(value, bool):
-                    value = "true" if value else "false"
-                row.append(value)
-            rows.append(row)
-        self.writer.writerows(rows)
+        self.writer.writerows([_cells(frame, self.columns, _json_list) for frame in frames])
 
     def close(self) -> None:
         if not self.started:                # an empty capture still gets its header
             self.write([])
+
+
+class FieldsWriter:
+    """``-T fields``: the named columns, tab-separated, one line per frame, no header, lists joined by commas
+    (what ``tshark -T fields -e ...`` prints), so ``cut``, ``sort`` and ``awk`` work on it."""
+
+    def __init__(self, out: TextIO, columns: tuple[str, ...]) -> None:
+        self.out = out
+        self.columns = columns
+
+    def write(self, frames: list[Frame]) -> None:
+        columns = self.columns
+        self.out.write("".join("\t".join(map(_field_text, _cells(f, columns, _comma_list))) + "\n"
+                               for f in frames))
+
+    def close(self) -> None:
+        pass
+
+
+def _field_text(value) -> str:
+    """A cell on one line: tabs and line breaks (in a client id, say) would break the columns."""
+    text = str(value)
+    return text.replace("\t", "\\t").replace("\n", "\\n") if "\t" in text or "\n" in text else text
 
 
 # ---------------------------------------------------------------- stats

@@ -112,6 +112,32 @@ def test_csv_and_parquet_hold_the_frames_table(golden, capsys, tmp_path):
     assert table.column("topics").to_pylist() == [f.topics for f in cap]
 
 
+def test_fields_print_the_columns_asked_for(golden, capsys):
+    """-T fields -e ...: tab-separated, one line per frame, lists joined by commas (tshark's habit)."""
+    path, entries = golden
+    code, out, _ = run(capsys, "decode", path, "-T", "fields", "-e", "frame", "-e", "kind", "-e", "api_key",
+                       "-e", "correlation_id", "-e", "client_id", "-e", "topics", "-e", "inferred")
+    assert code == 0
+    lines = [line.split("\t") for line in out.splitlines()]
+    assert all(len(line) == 7 for line in lines) and len(lines) == len(entries)
+    requests = [line for line in lines if line[1] == "request"]
+    wanted = [e for e in entries if e["direction"] == "request"]
+    assert [(int(r[2]), int(r[3]), r[4]) for r in requests] == \
+        [(e["api_key"], e["correlation_id"], e["client_id"] or "") for e in wanted]
+    assert [line[5] for line in lines] == [",".join(f.topics) for f in read_capture(path)]
+    assert {line[6] for line in lines} <= {"true", "false"}
+    code, out, _ = run(capsys, "decode", path, "-T", "csv", "-e", "api_name", "-e", "time", "-c", "2")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 2 and list(rows[0]) == ["api_name", "time"]
+    code, out, _ = run(capsys, "decode", path, "-T", "jsonl", "-e", "frame", "-e", "body", "-c", "1")
+    assert code == 0 and list(json.loads(out)) == ["frame", "body"]
+    for argv, message in ((["-T", "fields"], "needs at least one -e"), (["-e", "frame"], "-e goes with"),
+                          (["-T", "fields", "-e", "body"], "no such column: body"),
+                          (["-T", "csv", "-e", "nope"], "no such column: nope")):
+        code, out, err = run(capsys, "decode", path, *argv)
+        assert code == 2 and out == "" and message in err, (argv, err)
+
+
 def test_count_filter_verbose_and_hex(golden, capsys):
     path, _ = golden
     code, out, _ = run(capsys, "decode", path, "-c", "3")
