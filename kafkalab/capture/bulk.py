@@ -180,7 +180,8 @@ def _read(data: bytes, ports: Iterable[int] | None):
     store = FrameStore(row_columns, objects, extras)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
-    return Capture(store, analyzer, [], connections=connections, packets=len(index), streams=len(conns))
+    return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=len(index),
+                   streams=len(conns))
 
 
 class FrameStore:

@@ -66,12 +66,12 @@ def iter_frames(source, ports: Iterable[int] | None = None, *, diagnostics: list
     on the same object when the response is seen."""
     analyzer = _analyzer or Analyzer(ports)
     notes = [] if diagnostics is None else diagnostics
+    analyzer.diagnostics = notes            # the file's notes and the analyzer's (streams without Kafka) in one
     for packet in _packets(source, notes, progress):
         packet_frames = analyzer.feed(packet)
         if packet_frames:
             yield from packet_frames
     yield from analyzer.finish()
-    analyzer.diagnostics = notes
 
 
 class Capture:

@@ -52,6 +52,22 @@ class KafkaSession:
         first, second = connection.endpoints
         self.peer = {first: second, second: first}
         self._sides: dict[Endpoint, tuple[FrameCutter, bool]] = {}     # sender -> (its cutter, is it the client)
+        self.first_bytes: dict[Endpoint, bytes] = {}     # sender -> its first bytes (to say what a stream is)
+
+    def silence_note(self) -> str | None:
+        """What to tell a user about a Kafka-port connection that carried bytes but gave no Kafka frame: most
+        often TLS (an SSL or SASL_SSL listener), else something that is not Kafka at all."""
+        conn = self.connection
+        if self.kafka is not True or any(self.frames_sent.values()) or not self.first_bytes:
+            return None
+        sent = sum(conn.payload_bytes.values())
+        client = conn.client if conn.client is not None else conn.endpoints[0]
+        where = f"stream {conn.index} ({endpoint(*client)} → {endpoint(*conn.other(client))})"
+        heads = list(self.first_bytes.values())
+        if any(_looks_like_tls(head) for head in heads):
+            return (f"{where}: TLS, not plain Kafka (an SSL or SASL_SSL listener?): its {sent} bytes cannot be "
+                    f"decoded without the session keys")
+        return f"{where}: no Kafka frame in {sent} bytes on a Kafka port (starts {heads[0].hex(' ')})"
 
     # ------------------------------------------------------------ roles
 
@@ -124,6 +140,7 @@ class KafkaSession:
         if side is None:
             is_client = self._client(sender, data) == sender
             side = self._sides[sender] = (self._cutter(sender, is_client), is_client)
+            self.first_bytes.setdefault(sender, bytes(data[:8]))
         cut = side[0].data(offset, data)
         return self._frames(cut, sender, side[1], ts) if cut else []
 
@@ -248,6 +265,11 @@ def advertised_ranges(body: dict) -> list[tuple[int, int]]:
 def _fits_exactly(raw: bytes, api_key: int, api_version: int) -> bool:
     message = decoding.response(raw, api_key, api_version)
     return message.body is not None and not message.diagnostics
+
+
+def _looks_like_tls(head: bytes) -> bool:
+    """A TLS record header: content type 20-23 (handshake 22 first), protocol version 3.x."""
+    return len(head) >= 3 and head[0] in (0x14, 0x15, 0x16, 0x17) and head[1] == 3 and head[2] <= 4
 
 
 def _malformed(frame: Frame) -> bool:

@@ -207,3 +207,29 @@ def test_repeated_frames_share_nothing_a_user_can_change(tmp_path):
     assert second.topics == [] and second.diagnostics == []
     assert bulk.frames["topics"][2] == [] and bulk.frames["diagnostics"][0] == []
     assert bulk.frames["summary"].nunique() == 2
+
+
+def test_a_kafka_port_without_kafka_is_explained(tmp_path):
+    """An SSL listener on 9093 (TLS records) and an HTTP client on 9094 give no frames, but a note each that
+    says why, next to a plain Kafka connection that decodes as usual (both readers)."""
+    out = tmp_path / "mixed.pcap"
+    rnd = random.Random(5)
+    with TcpPcapWriter(out) as writer:
+        tls = writer.open_connection(("10.0.0.1", 40000), ("10.9.0.1", 9093), 1.0)
+        writer.send(tls, True, bytes.fromhex("1603010200") + rnd.randbytes(0x200), 1.1)
+        writer.send(tls, False, bytes.fromhex("160303007a") + rnd.randbytes(0x7a), 1.2)
+        http = writer.open_connection(("10.0.0.2", 40001), ("10.9.0.1", 9094), 1.3)
+        writer.send(http, True, b"GET / HTTP/1.1\r\nHost: broker\r\n\r\n", 1.4)
+        kafka = writer.open_connection(("10.0.0.3", 40002), ("10.9.0.1", 9092), 1.5)
+        request, response = _exchange(random.Random(1), 1, "plain")
+        writer.send(kafka, True, request, 1.6)
+        writer.send(kafka, False, response, 1.7)
+    bulk, general = _both(out)
+    assert_same(bulk, general)
+    assert len(bulk) == 2 and set(bulk.frames["stream"]) == {2}
+    for cap in (bulk, general):
+        assert cap.diagnostics == [
+            "stream 0 (10.0.0.1:40000 → 10.9.0.1:9093): TLS, not plain Kafka (an SSL or SASL_SSL listener?): "
+            "its 644 bytes cannot be decoded without the session keys",
+            "stream 1 (10.0.0.2:40001 → 10.9.0.1:9094): no Kafka frame in 32 bytes on a Kafka port "
+            "(starts 47 45 54 20 2f 20 48 54)"]
