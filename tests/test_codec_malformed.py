@@ -12,7 +12,8 @@ import pytest
 
 from codec_checks import assert_tiles
 from kafkalab.demo import demo_frames
-from kafkalab.protocol import DecodeError, decode_request, decode_response, encode_request, encode_response
+from kafkalab.protocol import (DecodeError, ProtocolError, decode_request, decode_response, encode_request,
+                               encode_response)
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -135,6 +136,21 @@ def test_unknown_api_key_and_unsupported_version() -> None:
     future = frame[:6] + struct.pack(">h", 99) + frame[8:]
     with pytest.raises(DecodeError, match="v99 is not a known version"):
         decode_request(future)
+
+
+def test_a_response_to_an_unknown_api_or_version_is_unsupported_not_an_error() -> None:
+    """What a capture hands over when a request named an API key the schema lacks (a newer peer, or bytes
+    that only looked like a request): the response's header is read, the body marked "unsupported"."""
+    answer = encode_response("Heartbeat", 4, {"throttle_time_ms": 0, "error_code": 0}, correlation_id=6)
+    for api_key, version, header_version in ((93, 0, 0), (12, 99, 1), (-3, 0, 0)):
+        with pytest.raises(DecodeError):
+            decode_response(answer, api_key, version)
+        annotated = decode_response(answer, api_key, version, annotate=True)
+        assert annotated.correlation_id == 6 and annotated.header_version == header_version
+        assert annotated.diagnostics[0].startswith("unsupported:") and annotated.body is None
+        assert_tiles(annotated.tree, len(answer))
+    with pytest.raises(ProtocolError, match="unknown API"):
+        decode_response(answer, "NoSuchApi", 0)       # a name must be one the schema knows
 
 
 def test_invalid_utf8_names_the_field() -> None:

@@ -105,7 +105,9 @@ def read_bulk(source, ports: Iterable[int] | None = None):
             if len(head) < 24 or head[:2] == b"\x1f\x8b":
                 return None
             # Mapped, not read: the page cache is parsed in place. Nothing keeps the map after the read
-            # (each frame's bytes are copied out as it is decoded), so a file changed later cannot hurt.
+            # (each frame's bytes are copied out as it is decoded), so a file changed later cannot hurt; one
+            # cut shorter *during* the read would (the system stops the process), which is why only files
+            # already written are read this way (tcpdump and dumpcap only ever append).
             data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None

@@ -159,7 +159,8 @@ def records_table(frames):
     table = table.astype({"frame": "Int64", "partition": "Int32", "offset": "Int64", "batch_base_offset": "Int64",
                           "magic": "Int8", "producer_id": "Int64", "producer_epoch": "Int16",
                           "base_sequence": "Int32", "transactional": bool, "control": bool, "crc_ok": bool})
-    table["timestamp"] = pd.to_datetime(table["timestamp"].astype("Int64"), unit="ms", utc=True)
+    # a timestamp pandas cannot hold (past year 2262, or a corrupt batch's) is NaT, not an error
+    table["timestamp"] = pd.to_datetime(table["timestamp"].astype("Int64"), unit="ms", utc=True, errors="coerce")
     for name in ("kind", "topic", "timestamp_type", "codec"):
         table[name] = table[name].astype("string")
     return table

@@ -188,7 +188,8 @@ class UndecodableBody(DecodeError):
 
 def _future_header_version(api_key: int) -> int:
     """The request header a version newer than the schema uses: versions only become flexible, so a
-    version past a flexible newest one is flexible too (header v2); unknown APIs are read with header v1."""
+    version past a flexible newest one is flexible too (header v2); unknown APIs are read with header v1.
+    Response headers are one version lower (v1 flexible, v0 classic)."""
     try:
         spec = message_spec(api_key, "request", api_spec(api_key).request.versions[1])
     except ProtocolError:
@@ -211,14 +212,19 @@ def decode_response(frame: bytes, api_key: int | str, api_version: int, *, annot
     """Decode a response frame; the API and version come from the request it answers."""
     buf = bytes(frame)
     diagnostics: list[str] = []
-    api_key = resolve_api_key(api_key)
+    if not isinstance(api_key, int) or isinstance(api_key, bool):
+        api_key = resolve_api_key(api_key)     # a name must be known; a key may be one the schema lacks
     root = FieldNode("", "response", "frame", 0, len(buf)) if annotate else None
     response = Response(api_key=api_key, api_name=api_name(api_key), api_version=api_version,
                         correlation_id=-1, body=None, diagnostics=diagnostics, tree=root)
     try:
         _frame_bounds(buf, root, diagnostics)
         response.size = struct.unpack_from(">i", buf, 0)[0]
-        header_version = response_header_version(api_key, api_version)
+        try:
+            header_version = response_header_version(api_key, api_version)
+        except ProtocolError as exc:            # an API or version the schema does not know: header, then stop
+            _decode_header(response, buf, root, "response", _future_header_version(api_key) - 1)
+            raise UndecodableBody(str(exc), path="", offset=8) from None
         pos = _decode_header(response, buf, root, "response", header_version)
         if api_key == API_VERSIONS:
             api_version = _api_versions_answer_version(buf, pos, api_version, diagnostics)

@@ -233,3 +233,30 @@ def test_a_kafka_port_without_kafka_is_explained(tmp_path):
             "its 644 bytes cannot be decoded without the session keys",
             "stream 1 (10.0.0.2:40001 → 10.9.0.1:9094): no Kafka frame in 32 bytes on a Kafka port "
             "(starts 47 45 54 20 2f 20 48 54)"]
+
+
+def test_an_exchange_of_an_api_the_schema_lacks_and_a_timestamp_pandas_cannot_hold(tmp_path):
+    """Found by fuzzing shipped captures: a request whose API key is unknown (its response used to raise),
+    and a record timestamp past what pandas can hold (the records table used to raise)."""
+    out = tmp_path / "odd.pcap"
+    heartbeat = encode_request("Heartbeat", 3, {"group_id": "g", "generation_id": 1, "member_id": "m",
+                                                "group_instance_id": None}, correlation_id=1, client_id="c")
+    unknown = heartbeat[:4] + struct.pack(">h", 500) + heartbeat[6:]
+    answer = encode_response("Heartbeat", 3, {"throttle_time_ms": 0, "error_code": 0}, correlation_id=1)
+    records = encode_records([build_batch([(b"k", b"v", [], 2**62)])])
+    produce = encode_request("Produce", 7, {"transactional_id": None, "acks": 0, "timeout_ms": 100, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": records}]}]}, correlation_id=2, client_id="c")
+    with TcpPcapWriter(out) as writer:
+        conn = writer.open_connection(("10.0.0.1", 40000), ("10.9.0.1", 9092), 1.0)
+        writer.send(conn, True, unknown, 1.1)
+        writer.send(conn, False, answer, 1.2)
+        writer.send(conn, True, produce, 1.3)
+    bulk, general = _both(out)
+    assert_same(bulk, general)
+    request, response, _ = bulk
+    assert request.api_name == "Unknown(500)" and request.diagnostics == [
+        "unsupported: unknown API key 500 (at header.request_api_version, offset 6)"]
+    assert response.request_frame == 1 and response.correlation_id == 1
+    assert response.diagnostics == ["unsupported: unknown API key 500 (offset 8)"]
+    table = bulk.records
+    assert len(table) == 1 and table["value"][0] == b"v" and pd.isna(table["timestamp"][0])
