@@ -25,6 +25,7 @@ import json
 import os
 import sys
 from collections import Counter, defaultdict
+from operator import attrgetter
 from typing import Any, Callable, Iterable, TextIO
 
 from kafkalab.dissect.filter import FilterError, compile_filter
@@ -296,23 +297,25 @@ class JsonLinesWriter:
         pass
 
 
-def _cells(frame: Frame, columns: tuple[str, ...], join: Callable[[list], str]) -> list:
-    """A frame's values for text output: ``time`` in ISO 8601 (UTC), lists through ``join``, nulls empty,
-    booleans as true/false."""
-    row = []
-    for name in columns:
-        if name == "time":
-            row.append(frame.time.isoformat())
-            continue
-        value = getattr(frame, name)
-        if isinstance(value, list):
-            value = join(value)
-        elif value is None:
-            value = ""
-        elif isinstance(value, bool):
-            value = "true" if value else "false"
-        row.append(value)
-    return row
+def _cells(columns: tuple[str, ...], join: Callable[[list], str]) -> Callable[[Frame], list]:
+    """``frame -> its values for text output``: ``time`` in ISO 8601 (UTC), lists through ``join``, nulls
+    empty, booleans as true/false; everything else as it is."""
+    get = attrgetter(*columns) if len(columns) > 1 else (lambda frame, name=columns[0]: (getattr(frame, name),))
+    time_at = columns.index("time") if "time" in columns else -1
+
+    def cells(frame: Frame) -> list:
+        row = list(get(frame))
+        for i, value in enumerate(row):
+            if value is None:
+                row[i] = ""
+            elif value.__class__ is list:
+                row[i] = join(value)
+            elif value.__class__ is bool:
+                row[i] = "true" if value else "false"
+        if time_at >= 0:
+            row[time_at] = row[time_at].isoformat()
+        return row
+    return cells
 
 
 def _json_list(values: list) -> str:
@@ -329,13 +332,14 @@ class CsvWriter:
     def __init__(self, out: TextIO, columns: tuple[str, ...] = tuple(FRAME_COLUMNS)) -> None:
         self.writer = csv.writer(out)
         self.columns = columns
+        self.cells = _cells(columns, _json_list)
         self.started = False
 
     def write(self, frames: list[Frame]) -> None:
         if not self.started:
             self.writer.writerow(self.columns)
             self.started = True
-        self.writer.writerows([_cells(frame, self.columns, _json_list) for frame in frames])
+        self.writer.writerows(map(self.cells, frames))
 
     def close(self) -> None:
         if not self.started:                # an empty capture still gets its header
@@ -348,12 +352,11 @@ class FieldsWriter:
 
     def __init__(self, out: TextIO, columns: tuple[str, ...]) -> None:
         self.out = out
-        self.columns = columns
+        self.cells = _cells(columns, _comma_list)
 
     def write(self, frames: list[Frame]) -> None:
-        columns = self.columns
-        self.out.write("".join("\t".join(map(_field_text, _cells(f, columns, _comma_list))) + "\n"
-                               for f in frames))
+        cells = self.cells
+        self.out.write("".join("\t".join(map(_field_text, cells(f))) + "\n" for f in frames))
 
     def close(self) -> None:
         pass
@@ -361,7 +364,7 @@ class FieldsWriter:
 
 def _field_text(value) -> str:
     """A cell on one line: tabs and line breaks (in a client id, say) would break the columns."""
-    text = str(value)
+    text = value if value.__class__ is str else str(value)
     return text.replace("\t", "\\t").replace("\n", "\\n") if "\t" in text or "\n" in text else text
 
 
