@@ -32,8 +32,8 @@ import struct
 from typing import Iterable
 
 from kafkalab.dissect import decoding
-from kafkalab.dissect.facts import uses_topic_ids
 from kafkalab.dissect.frame import describe, describe_body
+from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
 from kafkalab.pcap.files import PCAP_MAGICS, PCAPNG_SHB, LinkRecord
 from kafkalab.protocol.correlation import PRODUCE, expects_response
@@ -47,12 +47,6 @@ SEQ_MOD = 1 << 32
 HALF = 1 << 31
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _SIZE = struct.Struct(">i")
-# Chatty traffic repeats itself: heartbeats, metadata polls and an idle consumer's fetches are the same bytes
-# but for the correlation id, again and again. A small frame's columns are remembered by those bytes (and
-# reused, lists included, which is why FrameStore copies them into the Frame objects it makes), unless
-# describing it depends on what came before (topic ids) or it has diagnostics.
-MEMO_BYTES = 512
-MEMO_ENTRIES = 1 << 14
 
 # row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frame._ROW_FIELDS), then extras
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
@@ -412,8 +406,8 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
     request, request_parts = decoding.request, decoding.request_parts
     response, response_parts = decoding.response, decoding.response_parts
     unpack_from = _SIZE.unpack_from
-    request_memo: dict[bytes, tuple] = {}       # see MEMO_BYTES
-    response_memo: dict[tuple, tuple] = {}
+    repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
+    request_memo, response_memo, remember = repeats.requests, repeats.responses, repeats.remember
     irregular = ([i for i, conn in enumerate(packet_conn) if conn.irregular]
                  if any(conn.irregular for conn in conns) else [])
     for frame in _merge(irregular, frames):
@@ -442,10 +436,11 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
-            key = raw[:8] + raw[12:] if len(raw) <= MEMO_BYTES else b""    # the frame but its correlation id
+            key = request_key(raw)
             seen = request_memo.get(key)
             if seen is not None:                # the same request as before, but for its correlation id
-                api_key, api_name, version, client_id, body, size, topics, code, error, records, summary = seen
+                api_key, api_name, version, client_id, size, code, error, topics, records, summary, answered = seen
+                topics = list(topics)
                 correlation_id = unpack_from(raw, 8)[0]
                 notes, message, keep, topic_ids = [], None, False, None
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
@@ -453,20 +448,20 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
                 message, keep = None, False
                 topics, code, error, records, notes, summary, topic_ids = describe_body(
                     api_key, api_name, version, "request", body, None, topic_names)
-                if key and not notes and len(request_memo) < MEMO_ENTRIES \
-                        and not uses_topic_ids(api_key, "request", version):
-                    request_memo[key] = (api_key, api_name, version, client_id, body, size, topics, code, error,
-                                         records, summary)
+                answered = api_key != PRODUCE or expects_response(api_key, body)
+                remember(request_memo, key, "request", (api_key, api_name, version, client_id, size, code, error,
+                                                         tuple(topics), records, summary, answered), notes)
             else:
                 message = request(raw)
                 api_key, version, correlation_id = message.api_key, message.api_version, message.correlation_id
                 api_name, client_id, body, size = message.api_name, message.client_id, message.body, message.size
                 keep = api_key in _KEEP_MESSAGES or body is None
                 topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
+                answered = api_key != PRODUCE or expects_response(api_key, body)
             c_kind.append("request")
             conn.requests += 1
             if api_key >= 0 and version >= 0 and correlation_id >= 0:
-                if api_key != PRODUCE or expects_response(api_key, body):
+                if answered:
                     conn.in_flight[correlation_id] = (index, count, api_key, version, client_id, ts)
                 pair = (api_key, version)
                 conn.requests_seen[pair] = None
@@ -486,20 +481,20 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
             parts = None
             if asked is not None:
                 api_key, version, client_id = asked[2], asked[3], asked[4]
-                key = (api_key, version, raw[8:]) if 8 <= len(raw) <= MEMO_BYTES else None
+                key = response_key(raw, api_key, version)
                 seen = response_memo.get(key)
                 if seen is not None:
                     parts = True
-                    api_name, body, size, topics, code, error, records, summary = seen
+                    _, api_name, _, _, size, code, error, topics, records, summary, _ = seen
+                    topics = list(topics)
                     notes, message, keep, topic_ids = [], None, False, None
                 elif (parts := response_parts(raw, api_key, version)) is not None:  # no Response object made
                     api_name, correlation_id, body, size, _, _ = parts
                     message, keep = None, False
                     topics, code, error, records, notes, summary, topic_ids = describe_body(
                         api_key, api_name, version, "response", body, None, topic_names)
-                    if key and not notes and len(response_memo) < MEMO_ENTRIES \
-                            and not uses_topic_ids(api_key, "response", version):
-                        response_memo[key] = (api_name, body, size, topics, code, error, records, summary)
+                    remember(response_memo, key, "response", (api_key, api_name, version, None, size, code, error,
+                                                               tuple(topics), records, summary, True), notes)
                 else:
                     message = response(raw, api_key, version)
             else:

@@ -32,7 +32,10 @@ def test_scapy_packets_are_a_capture(tmp_path):
         assert abs(a.ts - b.ts) < 1e-6
 
 
-def _produce(bootstrap: str, messages: list[tuple[bytes, bytes, int]]) -> list[tuple[str, int, int, bytes]]:
+def _produce(bootstrap: str, messages: list[tuple[bytes, bytes, int]], *,
+             one_request_each: bool = False) -> list[tuple[str, int, int, bytes]]:
+    """Produce ``messages`` with confluent-kafka; ``one_request_each``: wait for each before the next, so
+    that every message travels in its own Produce request."""
     import confluent_kafka as ck
 
     delivered = []
@@ -42,6 +45,8 @@ def _produce(bootstrap: str, messages: list[tuple[bytes, bytes, int]]) -> list[t
         producer.produce("orders", key=key, value=value, partition=partition,
                          on_delivery=lambda err, msg: delivered.append(
                              (msg.topic(), msg.partition(), msg.offset(), msg.value())) if err is None else None)
+        if one_request_each:
+            assert producer.flush(15) == 0
     assert producer.flush(15) == 0
     return delivered
 
@@ -76,15 +81,20 @@ def test_sniff_command_writes_a_pcap_that_reads_back(tmp_path):
     out = tmp_path / "live.pcap"
     with mock_cluster({"orders": 2}) as (host, port):
         command = subprocess.Popen([sys.executable, "-m", "kafkalab.capture.cli", "sniff", "-i", "lo", "-p", str(port),
-                                    "-w", str(out), "-T", "jsonl", "-a", "30", "-Y", 'api_name == "Produce"',
-                                    "-c", "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                    "-w", str(out), "-T", "jsonl", "-a", "30", "-Y",
+                                    'api_name == "Produce" and kind == "response"', "-c", "4"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         started = command.stderr.readline()                       # the sniffer is attached
         assert "capturing on 'lo'" in started, started
-        delivered = _produce(f"{host}:{port}", [(b"k%d" % i, b"v%d" % i, i % 2) for i in range(4)])
+        # four requests, four responses: the sniffer stops at the fourth response, with every request before it
+        # (counting requests as well could stop it before the last responses, whatever the client's batching)
+        delivered = _produce(f"{host}:{port}", [(b"k%d" % i, b"v%d" % i, i % 2) for i in range(4)],
+                             one_request_each=True)
         stdout, stderr = command.communicate(timeout=60)
     assert command.returncode == 0, stderr
     lines = stdout.splitlines()
-    assert len(lines) == 4 and all('"api_name": "Produce"' in line for line in lines)
+    assert len(lines) == 4 and all('"api_name": "Produce"' in line and '"kind": "response"' in line
+                                   for line in lines)
     cap = read_capture(out, ports=[port])
     produced = cap.records[cap.records["kind"] == "request"]
     assert {(r.partition, r.offset, r.value) for r in produced.itertuples()} == \
