@@ -193,9 +193,7 @@ class FrameStore:
         """``columns``: one list per row field (the row layout above, R_FRAME to R_OFFSET); ``objects``:
         index -> Frame of the general pipeline (its column values are filled in here, from the object as it
         is at the end of the read); ``extras``: index -> (message, topic_ids) where either is set."""
-        import numpy as np
-
-        from kafkalab.dissect.frame import ROW_FIELDS, columns_table
+        from kafkalab.dissect.frame import ROW_FIELDS
 
         n = len(columns[R_FRAME])
         self.objects: list = [None] * n            # Frame objects: the general pipeline's, and those made
@@ -204,12 +202,35 @@ class FrameStore:
             row = _as_row(frame)
             for k in range(R_OFFSET + 1):
                 columns[k][i] = row[k]
-        self.table = columns_table(dict(zip(ROW_FIELDS, columns)))
+        self._columns: dict[str, list] | None = dict(zip(ROW_FIELDS, columns))   # plain values, nulls None
         self.raw = columns[R_RAW]
-        self.ts = np.array(columns[R_TS], dtype=np.float64)
-        self.offsets = np.array(columns[R_OFFSET], dtype=np.int64)
+        self.ts = columns[R_TS]
+        self.offsets = columns[R_OFFSET]
         self.extras: dict[int, tuple] = extras or {}     # index -> (message, topic_ids) where either is set
-        self._columns: dict[str, list] | None = None
+        self._table = None
+
+    @property
+    def table(self):
+        """The frames table (pandas), built on first use. The plain columns it is built from are let go
+        then (a table holds its values far more compactly) and made again from it if ever needed; the
+        command line writes from the plain columns and never builds the table (nor imports pandas)."""
+        if self._table is None:
+            from kafkalab.dissect.frame import columns_table
+
+            self._table = columns_table(self._columns)
+            self._columns = None
+        return self._table
+
+    @property
+    def columns(self) -> dict[str, list]:
+        """The table's columns as Python values (nulls as None), ``ts`` in epoch seconds."""
+        if self._columns is None:
+            from kafkalab.dissect.frame import ROW_FIELDS
+
+            table = self._table
+            self._columns = {name: _plain_column(table[name]) for name in ROW_FIELDS if name != "ts"}
+            self._columns["ts"] = self.ts
+        return self._columns
 
     def __len__(self) -> int:
         return len(self.objects)
@@ -226,13 +247,19 @@ class FrameStore:
     def _make(self, index: int):
         from kafkalab.dissect.frame import ROW_FIELDS, frame_from_row
 
-        if self._columns is None:
-            self._columns = {name: _plain_column(self.table[name]) for name in ROW_FIELDS if name != "ts"}
-        row = [self._columns[name][index] for name in ROW_FIELDS[:-1]]
+        columns = self.columns
+        row = [columns[name][index] for name in ROW_FIELDS]
         row[R_TOPICS], row[R_DIAGNOSTICS] = list(row[R_TOPICS]), list(row[R_DIAGNOSTICS])   # the Frame's own
         message, topic_ids = self.extras.get(index, (None, None))
-        row += [float(self.ts[index]), self.raw[index], int(self.offsets[index]), topic_ids, message]
+        row += [self.raw[index], self.offsets[index], topic_ids, message]
         return frame_from_row(row)
+
+
+def _plain_column(column) -> list:
+    """A table column as Python values, nulls as None."""
+    if column.dtype == object:
+        return column.tolist()
+    return column.astype(object).where(column.notna(), None).tolist()
 
 
 def _as_row(frame) -> list:
@@ -241,13 +268,6 @@ def _as_row(frame) -> list:
 
     return [*_ROW(frame), frame.raw, frame.stream_offset if frame.stream_offset is not None else -1,
             frame.topic_ids, None]
-
-
-def _plain_column(column) -> list:
-    """A table column as Python values, nulls as None."""
-    if column.dtype == object:
-        return column.tolist()
-    return column.astype(object).where(column.notna(), None).tolist()
 
 
 

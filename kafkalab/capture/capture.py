@@ -91,8 +91,6 @@ class Capture:
         self._packets = analyzer.packet_count if packets is None else packets
         self._streams = len(analyzer.sessions) if streams is None else streams
         self._tables: dict[str, object] = {}
-        if self._store is not None:
-            self._tables["frames"] = self._store.table
 
     @property
     def frame_list(self) -> list[Frame]:
@@ -101,6 +99,16 @@ class Capture:
             with gc_paused():
                 self._list = self._store.frames()
         return self._list
+
+    def rows(self) -> list:
+        """Every frame as a light row (see :mod:`.rows`): the frames table's values, read like a Frame's
+        (anything else comes from the Frame, made on first use). After a bulk read no Frame is made."""
+        if self._list is not None:
+            return list(self._list)
+        from .rows import frame_rows
+
+        with gc_paused():
+            return frame_rows(self._store.columns, self.__getitem__)
 
     def __len__(self) -> int:
         return len(self._store) if self._list is None else len(self._list)
@@ -130,6 +138,8 @@ class Capture:
     @property
     def frames(self):
         from kafkalab.dissect.frame import frames_table
+        if self._store is not None:
+            return self._table("frames", lambda: self._store.table)
         return self._table("frames", lambda: frames_table(self.frame_list))
 
     @property

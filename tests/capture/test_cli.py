@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -236,3 +237,24 @@ def test_module_entry_point_and_closed_pipe(tmp_path):
                                          "| head -1"], capture_output=True, text=True)
     assert done.returncode == 0 and len(done.stdout.splitlines()) == 1
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+@pytest.mark.parametrize("capture", ["golden", "lossy.pcap", "midstream.pcap", "admin.pcap",
+                                     "produce-consume-zstd.pcap"])
+@pytest.mark.parametrize("argv", [[], ["-T", "fields", "-e", "frame", "-e", "time", "-e", "topics", "-e", "inferred"],
+                                  ["-T", "csv"], ["-T", "jsonl"], ["-Y", "kind == \"response\"", "-c", "5", "-V"]])
+def test_a_capture_read_whole_prints_what_streaming_prints(golden, capsys, monkeypatch, capture, argv):
+    """decode and stats read a small capture file whole (rows of the bulk reader, no Frame objects) and
+    stream anything else; both must print the same thing."""
+    from kafkalab.capture import cli
+
+    if capture == "golden":
+        path, ports = golden[0], []
+    else:
+        path = Path(__file__).resolve().parents[2] / "captures" / capture
+        ports = ["-p", json.loads(path.with_suffix(".json").read_text())["port"]]
+    assert (cli.whole_capture(str(path), [int(p) for p in ports[1:]]) is None) == (capture == "midstream.pcap")
+    whole = [run(capsys, "decode", path, *ports, *argv), run(capsys, "stats", path, *ports, "-T", "json")]
+    monkeypatch.setattr(cli, "whole_capture", lambda path, ports: None)
+    streamed = [run(capsys, "decode", path, *ports, *argv), run(capsys, "stats", path, *ports, "-T", "json")]
+    assert whole == streamed and whole[0][0] == 0 and whole[0][1]

@@ -1,0 +1,46 @@
+"""Frames as light rows: what the command line writes from a capture read whole.
+
+Owns: :func:`frame_rows`, one named tuple per frame holding the frames table's values as plain Python values
+(None for nulls, ``ts`` in epoch seconds) with a ``time`` property, so that everything written from the
+table's columns (packet list, ``-T fields``, CSV, filters, statistics) reads a row exactly as it reads a
+:class:`~kafkalab.dissect.frame.Frame`. Anything else (``body``, ``tree``, ``raw``...) comes from the Frame
+itself, made on first use.
+
+Why: after a bulk read (see :mod:`.bulk`) the capture is a set of columns; making a Frame object per frame
+would cost more than the read did, and building the pandas table would cost the import of pandas.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from datetime import datetime, timezone
+from functools import partial
+from typing import Callable
+
+from kafkalab.dissect.frame import ROW_FIELDS
+
+FIELDS = tuple(ROW_FIELDS)                  # the frames table's columns, ``ts`` in place of ``time``
+
+
+def row_type(frame_of: Callable[[int], object]) -> type:
+    """A row class whose missing attributes are those of ``frame_of(row.frame)``."""
+    base = namedtuple("FrameRow", FIELDS)
+
+    class FrameRow(base):
+        __slots__ = ()
+
+        @property
+        def time(self) -> datetime:
+            return datetime.fromtimestamp(self.ts, tz=timezone.utc)
+
+        def __getattr__(self, name: str):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return getattr(frame_of(self.frame), name)
+
+    return FrameRow
+
+
+def frame_rows(columns: dict[str, list], frame_of: Callable[[int], object]) -> list:
+    """Rows from plain columns (``FIELDS`` -> lists of equal length); ``frame_of(number)`` gives the Frame."""
+    make = partial(tuple.__new__, row_type(frame_of))     # what _make does, without its Python-level call
+    return list(map(make, zip(*(columns[name] for name in FIELDS))))
