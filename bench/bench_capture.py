@@ -15,6 +15,9 @@ For bulk and chatty, each tool runs ``--runs`` times in a fresh process and the 
   process, plus the garbage collector's deferred pass over what was built (``gc.collect(0)``), so nothing is
   left for later; the whole process (interpreter start and imports included) is timed too.
 
+The command line is timed too, as a tshark user would time it: ``kafkalab decode FILE -T fields -e ...`` with
+the same fields, written to a file (whole process).
+
 MB/s is file bytes per second; frames/s is Kafka frames (requests + responses) per second. Wall-clock and CPU
 time (user + system) are both shown; ratios are kafkalab over tshark. The streaming check reads the long
 capture with ``iter_frames`` into Parquet (``kafkalab.capture.write_frames``), in a fresh process whose peak
@@ -107,6 +110,19 @@ def run_kafkalab(path: Path) -> dict:
     return result
 
 
+CLI_FIELDS = ["frame", "api_key", "api_version", "correlation_id", "client_id", "topics", "error_code"]
+
+
+def run_cli(path: Path, out: Path) -> dict:
+    """``kafkalab decode FILE -T fields -e ...``: the command a tshark user would time against tshark's."""
+    command = [sys.executable, "-m", "kafkalab", "decode", str(path), "-p", "9092", "-T", "fields", "-o", str(out)]
+    for name in CLI_FIELDS:
+        command += ["-e", name]
+    cpu0, start = child_cpu(), time.perf_counter()
+    subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return {"seconds": time.perf_counter() - start, "cpu": child_cpu() - cpu0}
+
+
 def best(runs: list[dict], key: str = "seconds") -> dict:
     return min(runs, key=lambda r: r[key])
 
@@ -114,6 +130,7 @@ def best(runs: list[dict], key: str = "seconds") -> dict:
 def compare(name: str, path: Path, frames: int, runs: int, workdir: Path) -> dict:
     size = path.stat().st_size
     ours = [run_kafkalab(path) for _ in range(runs)]
+    cli = best([run_cli(path, workdir / f"{name}.kafkalab.txt") for _ in range(runs)])
     theirs = [run_tshark(path, workdir / f"{name}.tshark.txt") for _ in range(runs)] if shutil.which("tshark") else []
     k = best(ours)
     assert k["frames"] == frames, (k["frames"], frames)
@@ -127,7 +144,8 @@ def compare(name: str, path: Path, frames: int, runs: int, workdir: Path) -> dic
     line("kafkalab read+table (in process)", k["seconds"], k["cpu"])
     kp = best(ours, "process_seconds")
     line("kafkalab whole process", kp["process_seconds"], kp["process_cpu"])
-    result = {"size": size, "frames": frames, "kafkalab": k, "kafkalab_process": kp}
+    line("kafkalab decode -T fields (CLI)", cli["seconds"], cli["cpu"])
+    result = {"size": size, "frames": frames, "kafkalab": k, "kafkalab_process": kp, "cli": cli}
     if theirs:
         t = best(theirs)
         line("tshark whole process", t["seconds"], t["cpu"])
@@ -142,6 +160,8 @@ def compare(name: str, path: Path, frames: int, runs: int, workdir: Path) -> dic
               f"{t['cpu'] / k['cpu']:.2f}x cpu")
         print(f"  ratio (kafkalab whole process / tshark): {t['seconds'] / kp['process_seconds']:.2f}x wall, "
               f"{t['cpu'] / kp['process_cpu']:.2f}x cpu")
+        print(f"  ratio (kafkalab decode CLI / tshark, same fields): {t['seconds'] / cli['seconds']:.2f}x wall, "
+              f"{t['cpu'] / cli['cpu']:.2f}x cpu")
         result["tshark"] = t
     return result
 
