@@ -22,17 +22,17 @@ so latency columns are filled), in bounded memory whatever the capture's size. B
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
-from collections import Counter, defaultdict
-from operator import attrgetter
-from typing import Any, Callable, Iterable, TextIO
+from typing import Callable, Iterable, TextIO
 
 from kafkalab.dissect.filter import FilterError, compile_filter
-from kafkalab.dissect.frame import FRAME_COLUMNS, Frame, frame_record
+from kafkalab.dissect.frame import FRAME_COLUMNS
 from kafkalab.pcap import CaptureError
+
+from .stats import CaptureStats, format_stats
+from .writers import CsvWriter, FieldsWriter, JsonLinesWriter, Painter, TableWriter, use_color
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FORMATS = ("table", "fields", "jsonl", "csv", "parquet")
@@ -165,22 +165,6 @@ def _source(path: str):
     return sys.stdin.buffer if path == "-" else path
 
 
-def use_color(stream: TextIO) -> bool:
-    """ANSI colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
-    if os.environ.get("NO_COLOR", "") != "" or os.environ.get("TERM") == "dumb":
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
-class Painter:
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, code: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.enabled and code else text
-
-
 # ---------------------------------------------------------------- decode
 
 @_guarded
@@ -281,130 +265,6 @@ def _progress():
     return None if sys.stderr.isatty() else False
 
 
-class TableWriter:
-    """One line per frame, like a packet list: number, relative time, endpoints, summary, latency."""
-
-    def __init__(self, out: TextIO, *, verbose: bool = False, hex: bool = False) -> None:
-        self.out = out
-        self.verbose, self.hex = verbose, hex
-        self.paint = Painter(use_color(out))
-        self.start: float | None = None
-
-    def write(self, frames: list[Frame]) -> None:
-        from kafkalab.dissect import hexdump
-
-        from .capture import format_frame
-
-        out, paint = self.out, self.paint
-        for frame in frames:
-            if self.verbose:
-                out.write(format_frame(frame, hex=self.hex) + "\n\n")
-                continue
-            if self.start is None:
-                self.start = frame.ts
-            latency = f"  [{frame.latency_ms:.3f} ms]" if frame.kind == "response" and frame.latency_ms is not None \
-                else ""
-            color = "31" if frame.error else "33" if frame.diagnostics else "2" if frame.kind == "response" else ""
-            line = (f"{frame.frame:>7} {frame.ts - self.start:>11.6f} {frame.src:>21} → {frame.dst:<21} "
-                    f"{frame.summary}{latency}")
-            out.write(paint(line, color) + "\n")
-            if self.hex:
-                out.write(hexdump(frame.raw) + "\n\n")
-
-    def close(self) -> None:
-        pass
-
-
-class JsonLinesWriter:
-    """One JSON object per frame (:func:`~kafkalab.dissect.frame.frame_record`), or only the ``fields`` named."""
-
-    def __init__(self, out: TextIO, fields: Iterable[str] = ()) -> None:
-        self.out = out
-        self.fields = tuple(fields)
-
-    def write(self, frames: list[Frame]) -> None:
-        dumps, fields = json.dumps, self.fields
-        body = not fields or "body" in fields
-        records = (frame_record(f, body=body) for f in frames)
-        if fields:
-            records = ({name: record[name] for name in fields} for record in records)
-        self.out.write("".join(dumps(r, ensure_ascii=False, default=str) + "\n" for r in records))
-
-    def close(self) -> None:
-        pass
-
-
-def _cells(columns: tuple[str, ...], join: Callable[[list], str]) -> Callable[[Frame], list]:
-    """``frame -> its values for text output``: ``time`` in ISO 8601 (UTC), lists through ``join``, nulls
-    empty, booleans as true/false; everything else as it is."""
-    get = attrgetter(*columns) if len(columns) > 1 else (lambda frame, name=columns[0]: (getattr(frame, name),))
-    time_at = columns.index("time") if "time" in columns else -1
-
-    def cells(frame: Frame) -> list:
-        row = list(get(frame))
-        for i, value in enumerate(row):
-            if value is None:
-                row[i] = ""
-            elif value.__class__ is list:
-                row[i] = join(value)
-            elif value.__class__ is bool:
-                row[i] = "true" if value else "false"
-        if time_at >= 0:
-            row[time_at] = row[time_at].isoformat()
-        return row
-    return cells
-
-
-def _json_list(values: list) -> str:
-    return json.dumps(values, ensure_ascii=False)
-
-
-def _comma_list(values: list) -> str:
-    return ",".join(map(str, values))
-
-
-class CsvWriter:
-    """The frames table as CSV (all columns, or those named): lists as JSON arrays (see :func:`_cells`)."""
-
-    def __init__(self, out: TextIO, columns: tuple[str, ...] = tuple(FRAME_COLUMNS)) -> None:
-        self.writer = csv.writer(out)
-        self.columns = columns
-        self.cells = _cells(columns, _json_list)
-        self.started = False
-
-    def write(self, frames: list[Frame]) -> None:
-        if not self.started:
-            self.writer.writerow(self.columns)
-            self.started = True
-        self.writer.writerows(map(self.cells, frames))
-
-    def close(self) -> None:
-        if not self.started:                # an empty capture still gets its header
-            self.write([])
-
-
-class FieldsWriter:
-    """``-T fields``: the named columns, tab-separated, one line per frame, no header, lists joined by commas
-    (what ``tshark -T fields -e ...`` prints), so ``cut``, ``sort`` and ``awk`` work on it."""
-
-    def __init__(self, out: TextIO, columns: tuple[str, ...]) -> None:
-        self.out = out
-        self.cells = _cells(columns, _comma_list)
-
-    def write(self, frames: list[Frame]) -> None:
-        cells = self.cells
-        self.out.write("".join("\t".join(map(_field_text, cells(f))) + "\n" for f in frames))
-
-    def close(self) -> None:
-        pass
-
-
-def _field_text(value) -> str:
-    """A cell on one line: tabs and line breaks (in a client id, say) would break the columns."""
-    text = value if value.__class__ is str else str(value)
-    return text.replace("\t", "\\t").replace("\n", "\\n") if "\t" in text or "\n" in text else text
-
-
 # ---------------------------------------------------------------- stats
 
 @_guarded
@@ -425,145 +285,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
         sys.stdout.write(format_stats(report, Painter(use_color(sys.stdout))))
     _warn_all(notes)
     return EXIT_OK
-
-
-class CaptureStats:
-    """Aggregates over frames, batch by batch (memory: one latency per exchange)."""
-
-    def __init__(self) -> None:
-        self.frames = self.requests = self.responses = 0
-        self.first: float | None = None
-        self.last: float | None = None
-        self.streams: set[int] = set()
-        self.apis: dict[str, dict[str, Any]] = {}
-        self.errors: Counter = Counter()
-        self.topic_frames: Counter = Counter()
-        self.topic_records: Counter = Counter()
-        self.clients: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
-        self.diagnostics: Counter = Counter()
-
-    def _api(self, frame: Frame) -> dict[str, Any]:
-        name = frame.api_name or "(undecoded)"
-        entry = self.apis.get(name)
-        if entry is None:
-            entry = self.apis[name] = {"api_key": frame.api_key, "versions": set(), "requests": 0, "responses": 0,
-                                       "unanswered": 0, "no_response_expected": 0, "errors": 0, "latencies": []}
-        return entry
-
-    def add(self, frames: Iterable[Frame]) -> None:
-        for frame in frames:
-            self.frames += 1
-            self.first = frame.ts if self.first is None else min(self.first, frame.ts)
-            self.last = frame.ts if self.last is None else max(self.last, frame.ts)
-            self.streams.add(frame.stream)
-            entry = self._api(frame)
-            if frame.api_version >= 0:
-                entry["versions"].add(frame.api_version)
-            if frame.kind == "request":
-                self.requests += 1
-                entry["requests"] += 1
-                if frame.response_frame is None:
-                    if frame.api_key == 0 and (frame.body or {}).get("acks") == 0:
-                        entry["no_response_expected"] += 1
-                    else:
-                        entry["unanswered"] += 1
-                if frame.client_id is not None:
-                    self.clients[frame.client_id][frame.api_name].add(frame.api_version)
-            else:
-                self.responses += 1
-                entry["responses"] += 1
-                if frame.latency_ms is not None:
-                    entry["latencies"].append(frame.latency_ms)
-                if frame.error_code:
-                    entry["errors"] += 1
-                    self.errors[(frame.api_name, frame.error or str(frame.error_code))] += 1
-            for topic in frame.topics:
-                self.topic_frames[topic] += 1
-                if frame.record_count and len(frame.topics) == 1:
-                    self.topic_records[topic] += frame.record_count
-            for note in frame.diagnostics:
-                self.diagnostics[_diagnostic_kind(note)] += 1
-
-    def report(self, *, top: int = 10) -> dict[str, Any]:
-        apis = []
-        for name, entry in sorted(self.apis.items(), key=lambda item: (item[1]["api_key"], item[0])):
-            latencies = sorted(entry["latencies"])
-            apis.append({
-                "api": name, "api_key": entry["api_key"], "versions": sorted(entry["versions"]),
-                "requests": entry["requests"], "responses": entry["responses"], "unanswered": entry["unanswered"],
-                "no_response_expected": entry["no_response_expected"], "errors": entry["errors"],
-                "latency_ms": {"p50": percentile(latencies, 50), "p90": percentile(latencies, 90),
-                               "p99": percentile(latencies, 99), "max": latencies[-1] if latencies else None,
-                               "count": len(latencies)},
-            })
-        return {
-            "capture": {"frames": self.frames, "requests": self.requests, "responses": self.responses,
-                        "streams": len(self.streams), "first": self.first, "last": self.last,
-                        "duration_s": (self.last - self.first) if self.first is not None else None},
-            "apis": apis,
-            "errors": [{"api": api, "error": error, "count": count}
-                       for (api, error), count in self.errors.most_common()],
-            "topics": [{"topic": topic, "frames": count, "records": self.topic_records.get(topic, 0)}
-                       for topic, count in self.topic_frames.most_common(top)],
-            "clients": [{"client_id": client, "apis": {api: sorted(versions) for api, versions in sorted(apis.items())}}
-                        for client, apis in sorted(self.clients.items())],
-            "diagnostics": [{"kind": kind, "frames": count} for kind, count in self.diagnostics.most_common()],
-        }
-
-
-def _diagnostic_kind(note: str) -> str:
-    """A diagnostic's kind: its text up to the first detail (number, colon or parenthesis)."""
-    words = []
-    for word in note.split():
-        if word[0].isdigit() or word.startswith("(") or word.startswith("v") and word[1:].isdigit():
-            break
-        words.append(word.rstrip(":;,"))
-        if word.endswith(":") or len(words) == 5:
-            break
-    return " ".join(words) or note[:40]
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks (numpy's default) over sorted ``values``."""
-    if not values:
-        return None
-    position = (len(values) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(values) - 1)
-    return round(values[low] + (values[high] - values[low]) * (position - low), 6)
-
-
-def format_stats(report: dict[str, Any], paint: Painter) -> str:
-    cap = report["capture"]
-    lines = [paint(f"Capture {cap['file']}", "1"),
-             f"  {cap['frames']:,} Kafka frames ({cap['requests']:,} requests, {cap['responses']:,} responses) "
-             f"in {cap['streams']} TCP streams"
-             + (f" over {cap['duration_s']:.3f} s" if cap["duration_s"] is not None else ""), ""]
-    lines.append(paint("Per API", "1"))
-    lines.append(f"  {'API':<28} {'versions':<12} {'requests':>9} {'responses':>9} {'unanswered':>10} "
-                 f"{'errors':>7} {'p50 ms':>9} {'p90 ms':>9} {'p99 ms':>9} {'max ms':>9}")
-    for api in report["apis"]:
-        lat = api["latency_ms"]
-        versions = ",".join(map(str, api["versions"])) or "-"
-        lines.append(f"  {api['api']:<28} {versions:<12} {api['requests']:>9,} {api['responses']:>9,} "
-                     f"{api['unanswered']:>10,} {api['errors']:>7,} " +
-                     " ".join(f"{v:>9.3f}" if v is not None else f"{'-':>9}"
-                              for v in (lat["p50"], lat["p90"], lat["p99"], lat["max"])))
-    if report["errors"]:
-        lines += ["", paint("Errors", "1")]
-        lines += [paint(f"  {e['api']:<28} {e['error']:<40} {e['count']:>9,}", "31") for e in report["errors"]]
-    if report["topics"]:
-        lines += ["", paint("Top topics", "1"), f"  {'topic':<40} {'frames':>9} {'records':>10}"]
-        lines += [f"  {t['topic']:<40} {t['frames']:>9,} {t['records']:>10,}" for t in report["topics"]]
-    if report["clients"]:
-        lines += ["", paint("Clients (API versions requested)", "1")]
-        for client in report["clients"]:
-            versions = ", ".join(f"{api} v{','.join(map(str, v))}" for api, v in client["apis"].items())
-            lines.append(f"  {client['client_id'] or '(empty client id)'}: {versions}")
-    if report["diagnostics"]:
-        lines += ["", paint("Diagnostics", "1")]
-        lines += [paint(f"  {d['kind']:<50} {d['frames']:>9,} frames", "33") for d in report["diagnostics"]]
-    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------- sniff

@@ -14,7 +14,7 @@ import pytest
 
 import kafkalab.capture.capture as capture_module
 from kafkalab.capture import iter_frames, read_capture
-from kafkalab.capture.cli import CaptureStats
+from kafkalab.capture.stats import CaptureStats
 from kafkalab.pcap import CaptureError
 
 CAPTURES = sorted((Path(__file__).resolve().parents[2] / "captures").glob("*.pcap"))

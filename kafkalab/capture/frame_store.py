@@ -1,0 +1,99 @@
+"""The frames of a bulk read (see :mod:`.bulk`), held as columns: :class:`FrameStore` and the row layout the
+bulk reader fills.
+"""
+from __future__ import annotations
+
+# row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frame._ROW_FIELDS), then extras
+(R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
+ R_REQUEST_FRAME, R_RESPONSE_FRAME, R_LATENCY, R_ERROR_CODE, R_ERROR, R_TOPICS, R_RECORD_COUNT, R_SUMMARY,
+ R_DIAGNOSTICS, R_INFERRED, R_TS, R_RAW, R_OFFSET, R_TOPIC_IDS, R_MESSAGE) = range(26)
+
+
+class FrameStore:
+    """The frames of a bulk read, held without one Python object per frame beyond its bytes: the frames table
+    (built once, at the end of the read), each frame's bytes, stream offset and time, and the few objects
+    that cannot be made again (frames of the general pipeline, kept messages). Frame objects are made on
+    demand.
+
+    Why: a capture read into memory as millions of small objects costs the cyclic garbage collector a walk
+    over all of them, again and again; tables, arrays and bytes cost it (next to) nothing."""
+
+    def __init__(self, columns: list, objects: dict | None = None, extras: dict | None = None) -> None:
+        """``columns``: one list per row field (the row layout above, R_FRAME to R_OFFSET); ``objects``:
+        index -> Frame of the general pipeline (its column values are filled in here, from the object as it
+        is at the end of the read); ``extras``: index -> (message, topic_ids) where either is set."""
+        from kafkalab.dissect.frame import ROW_FIELDS
+
+        n = len(columns[R_FRAME])
+        self.objects: list = [None] * n            # Frame objects: the general pipeline's, and those made
+        for i, frame in (objects or {}).items():
+            self.objects[i] = frame
+            row = _as_row(frame)
+            for k in range(R_OFFSET + 1):
+                columns[k][i] = row[k]
+        self._columns: dict[str, list] | None = dict(zip(ROW_FIELDS, columns))   # plain values, nulls None
+        self.raw = columns[R_RAW]
+        self.ts = columns[R_TS]
+        self.offsets = columns[R_OFFSET]
+        self.extras: dict[int, tuple] = extras or {}     # index -> (message, topic_ids) where either is set
+        self._table = None
+
+    @property
+    def table(self):
+        """The frames table (pandas), built on first use. The plain columns it is built from are let go
+        then (a table holds its values far more compactly) and made again from it if ever needed; the
+        command line writes from the plain columns and never builds the table (nor imports pandas)."""
+        if self._table is None:
+            from kafkalab.dissect.frame import columns_table
+
+            self._table = columns_table(self._columns)
+            self._columns = None
+        return self._table
+
+    @property
+    def columns(self) -> dict[str, list]:
+        """The table's columns as Python values (nulls as None), ``ts`` in epoch seconds."""
+        if self._columns is None:
+            from kafkalab.dissect.frame import ROW_FIELDS
+
+            table = self._table
+            self._columns = {name: _plain_column(table[name]) for name in ROW_FIELDS if name != "ts"}
+            self._columns["ts"] = self.ts
+        return self._columns
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def frame(self, index: int):
+        frame = self.objects[index]
+        if frame is None:
+            frame = self.objects[index] = self._make(index)
+        return frame
+
+    def frames(self) -> list:
+        return [self.frame(i) for i in range(len(self.objects))]
+
+    def _make(self, index: int):
+        from kafkalab.dissect.frame import ROW_FIELDS, frame_from_row
+
+        columns = self.columns
+        row = [columns[name][index] for name in ROW_FIELDS]
+        row[R_TOPICS], row[R_DIAGNOSTICS] = list(row[R_TOPICS]), list(row[R_DIAGNOSTICS])   # the Frame's own
+        message, topic_ids = self.extras.get(index, (None, None))
+        row += [self.raw[index], self.offsets[index], topic_ids, message]
+        return frame_from_row(row)
+
+
+def _plain_column(column) -> list:
+    """A table column as Python values, nulls as None."""
+    if column.dtype == object:
+        return column.tolist()
+    return column.astype(object).where(column.notna(), None).tolist()
+
+
+def _as_row(frame) -> list:
+    """A row for a Frame of the general pipeline."""
+    from kafkalab.dissect.frame import _ROW
+
+    return [*_ROW(frame), frame.raw, frame.stream_offset if frame.stream_offset is not None else -1,
+            frame.topic_ids, None]
