@@ -96,10 +96,10 @@ class Analyzer:
             if session is not None:
                 for sender, event in events:
                     frames.extend(session.event(sender, event, conn.last_ts))
-                frames.extend(session.finish())
                 note = session.silence_note()
                 if note is not None:
                     self.diagnostics.append(note)
+                frames.extend(session.finish())
         return self._emit(frames)
 
     def awaiting_response(self, frame: Frame) -> bool:

@@ -55,14 +55,21 @@ class KafkaSession:
         self.first_bytes: dict[Endpoint, bytes] = {}     # sender -> its first bytes (to say what a stream is)
 
     def silence_note(self) -> str | None:
-        """What to tell a user about a Kafka-port connection that carried bytes but gave no Kafka frame: most
-        often TLS (an SSL or SASL_SSL listener), else something that is not Kafka at all."""
+        """What to tell a user about a connection whose bytes gave no Kafka frame, at the end of the capture
+        (before :meth:`finish`). On a Kafka port: most often TLS (an SSL or SASL_SSL listener), else
+        something that is not Kafka at all. Elsewhere: only when it held requests that read as Kafka but were
+        never answered (what would have confirmed it), with the option that names its port."""
         conn = self.connection
+        client = conn.client if conn.client is not None else conn.endpoints[0]
+        server = conn.other(client)
+        where = f"stream {conn.index} ({endpoint(*client)} → {endpoint(*server)})"
+        if self.kafka is None and self.held:
+            first = self.held[0]
+            return (f"{where}: {len(self.held)} unanswered frame(s) that read as Kafka ({first.summary}) on a port "
+                    f"not known for Kafka; to decode them, name the port (-p {server[1]}, ports=[{server[1]}])")
         if self.kafka is not True or any(self.frames_sent.values()) or not self.first_bytes:
             return None
         sent = sum(conn.payload_bytes.values())
-        client = conn.client if conn.client is not None else conn.endpoints[0]
-        where = f"stream {conn.index} ({endpoint(*client)} → {endpoint(*conn.other(client))})"
         heads = list(self.first_bytes.values())
         if any(_looks_like_tls(head) for head in heads):
             return (f"{where}: TLS, not plain Kafka (an SSL or SASL_SSL listener?): its {sent} bytes cannot be "

@@ -224,15 +224,21 @@ def test_a_kafka_port_without_kafka_is_explained(tmp_path):
         request, response = _exchange(random.Random(1), 1, "plain")
         writer.send(kafka, True, request, 1.6)
         writer.send(kafka, False, response, 1.7)
+        elsewhere = writer.open_connection(("10.0.0.4", 40003), ("10.9.0.1", 5555), 1.8)
+        writer.send(elsewhere, True, request, 1.9)          # Kafka on a port of its own, never answered
     bulk, general = _both(out)
     assert_same(bulk, general)
     assert len(bulk) == 2 and set(bulk.frames["stream"]) == {2}
+    summary = bulk[1].summary
     for cap in (bulk, general):
         assert cap.diagnostics == [
             "stream 0 (10.0.0.1:40000 → 10.9.0.1:9093): TLS, not plain Kafka (an SSL or SASL_SSL listener?): "
             "its 644 bytes cannot be decoded without the session keys",
             "stream 1 (10.0.0.2:40001 → 10.9.0.1:9094): no Kafka frame in 32 bytes on a Kafka port "
-            "(starts 47 45 54 20 2f 20 48 54)"]
+            "(starts 47 45 54 20 2f 20 48 54)",
+            f"stream 3 (10.0.0.4:40003 → 10.9.0.1:5555): 1 unanswered frame(s) that read as Kafka ({summary}) on "
+            "a port not known for Kafka; to decode them, name the port (-p 5555, ports=[5555])"]
+    assert len(read_capture(out, ports=[5555])) == 3
 
 
 def test_an_exchange_of_an_api_the_schema_lacks_and_a_timestamp_pandas_cannot_hold(tmp_path):
