@@ -6,7 +6,8 @@ notices) nor pairing (it asks a ``plausible`` callback whether a frame can start
 
 Theory of operation: while *synced*, a 4-byte size is read and that many bytes cut, without copying when a
 chunk holds whole frames. After a gap, or when told the start is uncertain, it is *unsynced*: it scans
-forward for the first offset where ``plausible(buf, pos)`` says yes (it may answer None: "need more bytes"),
+forward (jumping, with a regular expression in C, to the offsets where a frame could start at all: the bytes
+of other protocols mostly have none) for the first offset where ``plausible(buf, pos)`` says yes (it may answer None: "need more bytes"),
 drops the bytes before it (counted in the next frame's diagnostics) and resumes. Frames after a gap carry
 "gap before frame"; frames cut while unsure carry "resynchronised". When a gap or the end of the stream comes
 while a candidate start is still waiting for bytes, that candidate can never be confirmed: the scan moves on
@@ -18,6 +19,7 @@ back every frame behind it): the buffer after the candidate is looked at once pe
 """
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Callable
@@ -43,8 +45,11 @@ class FrameCutter:
     is used as the frame's bytes; a frame spread over several chunks is joined once, when complete). Unsynced
     (after a gap, or told the start is uncertain): the bytes go to a buffer scanned for a plausible start."""
 
-    def __init__(self, plausible: Plausible, synced: bool = True) -> None:
+    def __init__(self, plausible: Plausible, synced: bool = True, starts: re.Pattern | None = None) -> None:
+        """``starts``: a pattern that matches (at least) every position ``plausible`` can accept, so that
+        the scan skips in C over bytes that cannot start a frame."""
         self.plausible = plausible
+        self.starts = starts
         self.synced = synced
         self._buf = bytearray()             # unsynced mode (and what follows a resync until it is used up)
         self._pos = 0                       # next unread byte in _buf
@@ -185,7 +190,15 @@ class FrameCutter:
         buf = self._buf
         start = self._pos
         pos = start
+        starts = self.starts
         while pos + 4 <= len(buf):
+            if starts is not None:
+                match = starts.search(buf, pos)
+                # no match: no position can start a frame but the last few, too short yet for the pattern
+                pos = match.start() if match is not None else max(pos, len(buf) - 7)
+                if pos - start > MAX_UNSYNCED:
+                    pos = start + MAX_UNSYNCED + 1
+                    break
             verdict = self.plausible(buf, pos)
             if verdict is None:
                 later = self._whole_frame_after(pos)
@@ -231,7 +244,17 @@ class FrameCutter:
         if found is None:
             starts = [at for at in starts if whole(at - base) is None]
             pos, stop = upto - base, min(len(buf) - 4, candidate + LOOKAHEAD)
+            starts_at = self.starts.search if self.starts is not None else None
             while pos < stop:
+                if starts_at is not None:
+                    match = starts_at(buf, pos)
+                    if match is None:           # none up to the last few bytes, too short yet to tell
+                        pos = max(pos, min(stop, len(buf) - 7))
+                        break
+                    if match.start() >= stop:
+                        pos = stop
+                        break
+                    pos = match.start()
                 verdict = whole(pos)
                 if verdict:
                     found = pos

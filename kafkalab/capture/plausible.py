@@ -6,6 +6,7 @@ plausible when its size is sane and its correlation id is one the connection is 
 """
 from __future__ import annotations
 
+import re
 import struct
 from functools import lru_cache
 
@@ -13,6 +14,12 @@ from kafkalab.protocol import DecodeError, ProtocolError, api_keys, api_spec, de
 
 MAX_RESYNC_FRAME = 16 << 20
 _HEAD = struct.Struct(">ihhi")
+
+# Where a frame can start at all, found in C so that bytes are looked at closely (in Python) only there:
+# a request has a size of at most 16 MB, an API key and a version below 256; a response a size of at most
+# 16 MB and a correlation id that is not negative. Each accepts every position the checks below accept.
+REQUEST_START = re.compile(rb"(?=[\x00\x01]...\x00.\x00)", re.S)
+RESPONSE_START = re.compile(rb"(?=[\x00\x01]...[\x00-\x7f])", re.S)
 
 
 @lru_cache(maxsize=None)

@@ -1,6 +1,7 @@
 """Kafka over one TCP connection: frames cut from each direction, decoded, paired, or inferred.
 
-Owns: which side is the client (handshake, then Kafka ports, then "the side whose bytes look like a request"),
+Owns: which side is the client (handshake, then Kafka ports, then the side whose first bytes hold a whole
+request that decodes, which the bytes wait for: see ``_undecided_data``),
 whether the connection carries Kafka at all (known port, or a plausible request answered by a response with
 the same correlation id: until then frames are held back), the two :class:`FrameCutter`s, the requests in
 flight (the rules of :mod:`kafkalab.protocol.correlation`), and turning cut frames into :class:`Frame`s.
@@ -20,12 +21,14 @@ from kafkalab.protocol.correlation import PRODUCE, expects_response
 from .connection import Connection, Endpoint
 from .framing import CutFrame, FrameCutter
 from .inference import infer_response
-from .plausible import MAX_RESYNC_FRAME, plausible_request, request_header_ok, response_head
+from .plausible import (MAX_RESYNC_FRAME, REQUEST_START, RESPONSE_START, plausible_request, request_header_ok,
+                        response_head)
 from .reassembly import DataReceived, GapDetected, StreamEnded
 
 _KEEP_MESSAGES = frozenset({-1, 18})     # unknown API, ApiVersions
 MIDSTREAM_NOTE = "capture started mid-connection (this direction's earlier bytes were not captured)"
 PROBE_LIMIT = 1 << 20            # bytes examined on a non-Kafka port before giving up
+DECIDE_BYTES = 64 << 10          # bytes that may wait for a connection's roles to be known
 API_VERSIONS = 18
 _CORRELATION = struct.Struct(">i")
 
@@ -53,6 +56,10 @@ class KafkaSession:
         self.peer = {first: second, second: first}
         self._sides: dict[Endpoint, tuple[FrameCutter, bool]] = {}     # sender -> (its cutter, is it the client)
         self.first_bytes: dict[Endpoint, bytes] = {}     # sender -> its first bytes (to say what a stream is)
+        # roles unknown (no handshake, no Kafka port): bytes wait for evidence (see _undecided_data)
+        unknown = connection.client is None and not kafka_port
+        self._waiting: list[tuple] | None = [] if unknown else None
+        self._scans: dict[Endpoint, list] = {}          # sender -> [its first bytes, next offset to scan]
 
     def silence_note(self) -> str | None:
         """What to tell a user about a connection whose bytes gave no Kafka frame, at the end of the capture
@@ -63,10 +70,11 @@ class KafkaSession:
         client = conn.client if conn.client is not None else conn.endpoints[0]
         server = conn.other(client)
         where = f"stream {conn.index} ({endpoint(*client)} → {endpoint(*server)})"
-        if self.kafka is None and self.held:
-            first = self.held[0]
-            return (f"{where}: {len(self.held)} unanswered frame(s) that read as Kafka ({first.summary}) on a port "
-                    f"not known for Kafka; to decode them, name the port (-p {server[1]}, ports=[{server[1]}])")
+        requests = [f for f in self.held if f.kind == "request" and f.api_key >= 0] if self.kafka is None else []
+        if requests:
+            return (f"{where}: {len(requests)} unanswered request(s) that read as Kafka ({requests[0].summary}) on "
+                    f"a port not known for Kafka; to decode them, name the port (-p {server[1]}, "
+                    f"ports=[{server[1]}])")
         if self.kafka is not True or any(self.frames_sent.values()) or not self.first_bytes:
             return None
         sent = sum(conn.payload_bytes.values())
@@ -85,12 +93,57 @@ class KafkaSession:
             conn.client = sender if looks_like_request else conn.other(sender)
         return conn.client
 
+    def _undecided_data(self, sender: Endpoint, offset: int, data: bytes, ts: float) -> list[Frame] | None:
+        """Bytes of a connection whose roles nothing has named yet (no handshake, no Kafka port: a capture
+        that starts mid-connection on another port). The first bytes of either side may be the middle of a
+        frame, and a response's header can read as a request's, so the bytes wait until one side holds a
+        whole request that decodes (that side is the client) or ``DECIDE_BYTES`` have come; then they are
+        replayed. Returns None when the roles are known (nothing waits)."""
+        if not self._roles_unknown():
+            return None
+        self._waiting.append((sender, offset, data, ts))
+        scan = self._scans.get(sender)
+        if scan is None:
+            scan = self._scans[sender] = [bytearray(), 0]
+        buf = scan[0]
+        if len(buf) < DECIDE_BYTES:
+            buf += data[:DECIDE_BYTES - len(buf)]
+            start, limit = scan[1], len(buf) - 13      # below limit, the 14 bytes a header check needs
+            for match in REQUEST_START.finditer(buf, start):
+                pos = match.start()
+                if pos >= limit:
+                    break
+                if request_header_ok(buf, pos) and plausible_request(buf, pos):
+                    return self._decide(sender)
+            scan[1] = max(start, limit)
+        if sum(len(b) for b, _ in self._scans.values()) >= DECIDE_BYTES:
+            return self._decide(None)
+        return []
+
+    def _roles_unknown(self) -> bool:
+        if self._waiting is not None and not self._waiting and self.connection.client is not None:
+            self._waiting = None                # the handshake named them before any byte had to wait
+        return self._waiting is not None
+
+    def _decide(self, client: Endpoint | None) -> list[Frame]:
+        """Name the client (None: by the first bytes, as when nothing better is known) and replay what
+        waited."""
+        waiting, self._waiting, self._scans = self._waiting or [], None, {}
+        if client is not None:
+            self.connection.client = client
+        self.probed -= sum(len(data) for _, _, data, _ in waiting)      # counted again as they are replayed
+        frames: list[Frame] = []
+        for sender, offset, data, ts in waiting:
+            frames.extend(self.data(sender, offset, data, ts))
+        return frames
+
     def _cutter(self, sender: Endpoint, is_client: bool) -> FrameCutter:
         cutter = self.cutters.get(sender)
         if cutter is None:
             half = self.connection.halves[sender]
-            plausible = plausible_request if is_client else self._plausible_response
-            cutter = self.cutters[sender] = FrameCutter(plausible, synced=not half.midstream)
+            plausible, starts = (plausible_request, REQUEST_START) if is_client else \
+                (self._plausible_response, RESPONSE_START)
+            cutter = self.cutters[sender] = FrameCutter(plausible, synced=not half.midstream, starts=starts)
             if half.midstream:
                 cutter.note(MIDSTREAM_NOTE)
         return cutter
@@ -120,6 +173,8 @@ class KafkaSession:
             return []
         if isinstance(event, DataReceived):
             return self.data(sender, event.offset, event.data, ts)
+        if self._roles_unknown():           # a gap or the end: decide with what there is, then handle it
+            return self._decide(None) + self.event(sender, event, ts)
         if isinstance(event, StreamEnded):
             cutter = self.cutters.get(sender)
             if cutter is not None:
@@ -145,6 +200,9 @@ class KafkaSession:
                 return self._give_up()
         side = self._sides.get(sender)
         if side is None:
+            waited = self._undecided_data(sender, offset, data, ts)
+            if waited is not None:
+                return waited
             is_client = self._client(sender, data) == sender
             side = self._sides[sender] = (self._cutter(sender, is_client), is_client)
             self.first_bytes.setdefault(sender, bytes(data[:8]))

@@ -236,8 +236,8 @@ def test_a_kafka_port_without_kafka_is_explained(tmp_path):
             "its 644 bytes cannot be decoded without the session keys",
             "stream 1 (10.0.0.2:40001 → 10.9.0.1:9094): no Kafka frame in 32 bytes on a Kafka port "
             "(starts 47 45 54 20 2f 20 48 54)",
-            f"stream 3 (10.0.0.4:40003 → 10.9.0.1:5555): 1 unanswered frame(s) that read as Kafka ({summary}) on "
-            "a port not known for Kafka; to decode them, name the port (-p 5555, ports=[5555])"]
+            f"stream 3 (10.0.0.4:40003 → 10.9.0.1:5555): 1 unanswered request(s) that read as Kafka ({summary}) "
+            "on a port not known for Kafka; to decode them, name the port (-p 5555, ports=[5555])"]
     assert len(read_capture(out, ports=[5555])) == 3
 
 

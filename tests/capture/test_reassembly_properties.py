@@ -2,9 +2,13 @@
 frames, minus what was dropped (reported as gaps); sequence numbers wrap."""
 from __future__ import annotations
 
+import struct
+
 from hypothesis import given, settings, strategies as st
 
 from kafkalab.capture import Analyzer, DataReceived, GapDetected, HalfStream
+from kafkalab.capture.plausible import (MAX_RESYNC_FRAME, REQUEST_START, RESPONSE_START, request_header_ok,
+                                        request_versions)
 from kafkalab.pcap import TcpPacket
 from kafkalab.protocol import encode_request
 
@@ -204,3 +208,18 @@ def test_a_false_frame_start_after_a_loss_does_not_hold_back_the_frames_behind_i
     (cut,) = cutter.data(sum(map(len, frames[:2])), frames[2])
     assert cut.raw == frames[2] and cut.offset == sum(map(len, frames[:2]))
     assert cut.diagnostics[-1] == f"resynchronised: skipped {len(remains)} bytes to find a frame start"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(10, 16 << 20), st.sampled_from(sorted(request_versions().items())), st.data(),
+       st.integers(0, 2**31 - 1))
+def test_the_start_patterns_let_every_plausible_header_through(size, api, data, correlation_id):
+    """Resynchronisation and role finding skip, in C, every position the start patterns do not match: they
+    must match wherever the Python checks could say yes (or frames would be missed after a loss)."""
+    api_key, (low, high) = api
+    version = data.draw(st.integers(low, high))
+    client_id_length = data.draw(st.integers(-1, min(size - 10, 32767)))
+    header = struct.pack(">ihhih", size, api_key, version, correlation_id, client_id_length) + b"\0" * 8
+    assert request_header_ok(header, 0) and REQUEST_START.match(header)
+    response = struct.pack(">ii", data.draw(st.integers(4, MAX_RESYNC_FRAME)), correlation_id)
+    assert RESPONSE_START.match(response)

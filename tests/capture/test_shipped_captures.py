@@ -11,6 +11,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from kafkalab.capture import read_capture
@@ -279,3 +280,14 @@ def test_tshark_agrees_on_every_frame_it_decodes(name):
         assert unsupported >= 5 and all(f.api_key == 0 and f.body is not None for f in cap) and len(cap) >= 10
         return
     assert compared >= 5, f"tshark decoded only {compared} frames of {name}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_found_without_naming_the_port(name):
+    """Every shipped capture's broker listened on a random port. Without ``ports=`` kafkalab still finds the
+    Kafka in it: a request answered by its response where the handshake was captured, and, in the capture
+    that starts mid-connection (no handshake: either side's first bytes may be the middle of a frame), by
+    waiting until one side's bytes hold a whole request that decodes, which names that side the client."""
+    _, named = load(name)
+    found = read_capture(CAPTURES / EXPECTED[name]["capture"])
+    pd.testing.assert_frame_equal(found.frames, named.frames)

@@ -213,7 +213,7 @@ def test_04_offline_analysis():
 
 def test_05_troubleshooting():
     values, elapsed, _ = run_notebook("05-troubleshooting.ipynb", """{
-        "default_frames": len(cap_default),
+        "default_frames": len(cap_default), "same_with_port": bool(cap_mid.frames.equals(cap_default.frames)),
         "mid": [[r.kind, r.api_name, bool(r.inferred), list(r.diagnostics)] for r in cap_mid.frames.head(2).itertuples()],
         "midstream": bool(cap_mid.connections["midstream"].iloc[0]),
         "mid_requests": int(cap_mid.frames["kind"].eq("request").sum()),
@@ -231,7 +231,7 @@ def test_05_troubleshooting():
             [r.kind, int(r.api_version), int(r.correlation_id), None if pd.isna(r.error) else r.error]
             for r in recorded_negotiation.itertuples()],
         "running": broker.running}""")
-    assert values["default_frames"] == 0
+    assert values["default_frames"] == 11 and values["same_with_port"]    # found without naming the port
     (kind, api, inferred, notes), (next_kind, _, _, next_notes) = values["mid"]
     assert (kind, api, inferred) == ("response", "Produce", True)
     assert any("request not captured" in note for note in notes), notes
