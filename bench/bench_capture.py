@@ -1,12 +1,14 @@
 """Capture reading: kafkalab (read_capture + frames table, one process) against tshark, side by side.
 
-    python3 bench/bench_capture.py [--bulk-mb 100] [--chatty-frames 200000] [--stream-mb 500] [--runs 3]
+    python3 bench/bench_capture.py [--bulk-mb 100] [--chatty-frames 200000] [--other-mb 50] [--stream-mb 500]
+                                   [--runs 3]
 
 Writes three captures with TcpPcapWriter (bench/capture_gen.py; cached in --workdir, a temporary directory by
 default): bulk produce (Produce v7 requests of about 100 KB, answered), chatty (small Fetch/Heartbeat/
-OffsetCommit/Metadata exchanges, one frame per TCP segment) and, for the streaming check, a long mixed capture.
+OffsetCommit/Metadata exchanges, one frame per TCP segment), a host's traffic (mostly TLS and HTTP, 5% Kafka:
+how fast the Kafka is found among the rest) and, for the streaming check, a long mixed capture.
 
-For bulk and chatty, each tool runs ``--runs`` times in a fresh process and the best run counts:
+For each of the first three, each tool runs ``--runs`` times in a fresh process and the best run counts:
 
 * tshark: ``tshark -r FILE -n -d tcp.port==9092,kafka -T fields -e frame.number -e kafka.api_key
   -e kafka.api_version -e kafka.correlation_id -e kafka.client_id -e kafka.topic_name -e kafka.error``, output
@@ -191,6 +193,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bulk-mb", type=float, default=100)
     parser.add_argument("--chatty-frames", type=int, default=200_000)
+    parser.add_argument("--other-mb", type=float, default=50, help="size of the capture that is mostly not Kafka")
     parser.add_argument("--stream-mb", type=float, default=500, help="0 skips the streaming check")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="where captures are written and kept (default: a temp dir)")
@@ -206,8 +209,12 @@ def main() -> None:
     chatty_info = cached(chatty, lambda p: capture_gen.write_chatty(p, args.chatty_frames))
     print(f"captures in {workdir} (written in {time.perf_counter() - started:.1f} s); "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    other_bytes = int(args.other_mb * 1e6)
+    other = workdir / f"other-{other_bytes}.pcap"
+    other_info = cached(other, lambda p: capture_gen.write_other_traffic(p, other_bytes))
     results = {"bulk": compare("bulk produce", bulk, bulk_info["frames"], args.runs, workdir),
-               "chatty": compare("chatty small frames", chatty, chatty_info["frames"], args.runs, workdir)}
+               "chatty": compare("chatty small frames", chatty, chatty_info["frames"], args.runs, workdir),
+               "other": compare("a host's traffic, 5% Kafka", other, other_info["frames"], args.runs, workdir)}
     if args.stream_mb:
         stream_bytes = int(args.stream_mb * 1e6)
         long = workdir / f"mixed-{stream_bytes}.pcap"

@@ -207,3 +207,48 @@ def write_mixed(path: str | Path, target_bytes: int = 500 << 20, *, connections:
         for conn in conns:
             writer.close(conn, ts)
     return {"frames": frames}
+
+
+def write_other_traffic(path: str | Path, target_bytes: int = 50 << 20, *, kafka_share: float = 0.05) -> dict:
+    """A host's capture: mostly other protocols (HTTPS-like TLS records and plain HTTP, on ports 443 and 8080)
+    with a few Kafka consumers' small exchanges in between, about ``kafka_share`` of the bytes. What it
+    measures is how fast a reader gets through traffic that is not Kafka to find the traffic that is."""
+    rng = random.Random(3)
+    _POSITIONS.clear()
+    ts = START
+    written = count = 0
+    http = b"GET /api/v1/orders?page=%d HTTP/1.1\r\nHost: shop\r\nAccept: application/json\r\n\r\n"
+    with TcpPcapWriter(path) as writer:
+        web = [writer.open_connection((f"10.3.{i // 200}.{i % 200 + 1}", 50000 + i),
+                                      ("10.4.0.1", 443 if i % 2 else 8080), ts) for i in range(100)]
+        kafka = [writer.open_connection(_client(i), SERVER, ts) for i in range(10)]
+        correlation = [0] * len(kafka)
+        while written < target_bytes:
+            ts += 0.0001
+            if rng.random() < kafka_share * 8:          # Kafka exchanges are small: more of them, by count
+                c = rng.randrange(len(kafka))
+                correlation[c] += 1
+                api, version, request, response = _chatty_pair(rng, rng.randrange(100), f"consumer-{c}")
+                raw = encode_request(api, version, request, correlation_id=correlation[c], client_id=f"consumer-{c}")
+                reply = encode_response(api, version, response, correlation_id=correlation[c])
+                writer.send(kafka[c], True, raw, ts)
+                writer.send(kafka[c], False, reply, ts + 0.00005)
+                written += len(raw) + len(reply)
+                count += 2
+                continue
+            w = rng.randrange(len(web))
+            if w % 2:                                   # a TLS application-data record each way
+                for client in (True, False):
+                    body = rng.randbytes(rng.randrange(200, 4000))
+                    writer.send(web[w], client, b"\x17\x03\x03" + len(body).to_bytes(2, "big") + body, ts)
+                    written += len(body) + 5
+            else:
+                request = http % rng.randrange(1000)
+                page = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + \
+                    b'{"orders": [%s]}' % b",".join(b'{"id": %d}' % rng.randrange(10**6) for _ in range(200))
+                writer.send(web[w], True, request, ts)
+                writer.send(web[w], False, page, ts)
+                written += len(request) + len(page)
+        for conn in web + kafka:
+            writer.close(conn, ts)
+    return {"frames": count}

@@ -12,14 +12,16 @@ from functools import lru_cache
 
 from kafkalab.protocol import DecodeError, ProtocolError, api_keys, api_spec, decode_request
 
-MAX_RESYNC_FRAME = 16 << 20
+MAX_RESYNC_FRAME = (1 << 24) - 1    # 16 MB: the largest frame believed after a loss (its size's first byte is 0)
 _HEAD = struct.Struct(">ihhi")
 
 # Where a frame can start at all, found in C so that bytes are looked at closely (in Python) only there:
-# a request has a size of at most 16 MB, an API key and a version below 256; a response a size of at most
-# 16 MB and a correlation id that is not negative. Each accepts every position the checks below accept.
-REQUEST_START = re.compile(rb"(?=[\x00\x01]...\x00.\x00)", re.S)
-RESPONSE_START = re.compile(rb"(?=[\x00\x01]...[\x00-\x7f])", re.S)
+# a request has a size below 16 MB, an API key and a version below 256; a response a size below 16 MB and a
+# correlation id that is not negative. Each accepts every position the checks below accept. (They begin with
+# a literal zero byte, which the regular expression engine finds at memchr speed: gigabytes a second over
+# other protocols' bytes. Matches are taken one ``search`` at a time, as they may overlap.)
+REQUEST_START = re.compile(rb"\x00...\x00.\x00", re.S)
+RESPONSE_START = re.compile(rb"\x00...[\x00-\x7f]", re.S)
 
 
 @lru_cache(maxsize=None)

@@ -28,6 +28,7 @@ from .reassembly import DataReceived, GapDetected, StreamEnded
 _KEEP_MESSAGES = frozenset({-1, 18})     # unknown API, ApiVersions
 MIDSTREAM_NOTE = "capture started mid-connection (this direction's earlier bytes were not captured)"
 PROBE_LIMIT = 1 << 20            # bytes examined on a non-Kafka port before giving up
+PROBE_SILENT = 256 << 10         # ... or before giving up on a connection in which no frame could be cut
 DECIDE_BYTES = 64 << 10          # bytes that may wait for a connection's roles to be known
 API_VERSIONS = 18
 _CORRELATION = struct.Struct(">i")
@@ -60,6 +61,7 @@ class KafkaSession:
         unknown = connection.client is None and not kafka_port
         self._waiting: list[tuple] | None = [] if unknown else None
         self._scans: dict[Endpoint, list] = {}          # sender -> [its first bytes, next offset to scan]
+        self._cut_any = False                           # has any frame been cut (probing gives up sooner if not)
 
     def silence_note(self) -> str | None:
         """What to tell a user about a connection whose bytes gave no Kafka frame, at the end of the capture
@@ -109,12 +111,12 @@ class KafkaSession:
         if len(buf) < DECIDE_BYTES:
             buf += data[:DECIDE_BYTES - len(buf)]
             start, limit = scan[1], len(buf) - 13      # below limit, the 14 bytes a header check needs
-            for match in REQUEST_START.finditer(buf, start):
+            pos = start
+            while (match := REQUEST_START.search(buf, pos)) is not None and match.start() < limit:
                 pos = match.start()
-                if pos >= limit:
-                    break
                 if request_header_ok(buf, pos) and plausible_request(buf, pos):
                     return self._decide(sender)
+                pos += 1
             scan[1] = max(start, limit)
         if sum(len(b) for b, _ in self._scans.values()) >= DECIDE_BYTES:
             return self._decide(None)
@@ -196,7 +198,8 @@ class KafkaSession:
             if self.kafka is False:
                 return []
             self.probed += len(data)
-            if self.probed > PROBE_LIMIT:
+            if self.probed > PROBE_LIMIT or (self.probed > PROBE_SILENT and not self._cut_any
+                                             and self._waiting is None):
                 return self._give_up()
         side = self._sides.get(sender)
         if side is None:
@@ -222,6 +225,7 @@ class KafkaSession:
         return []
 
     def _frames(self, cut: list[CutFrame], sender: Endpoint, is_client: bool, ts: float) -> list[Frame]:
+        self._cut_any = self._cut_any or bool(cut)
         decode = self._request if is_client else self._response
         if self.kafka is True:
             return [decode(piece, sender, ts) for piece in cut]

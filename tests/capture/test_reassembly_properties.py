@@ -211,7 +211,7 @@ def test_a_false_frame_start_after_a_loss_does_not_hold_back_the_frames_behind_i
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(10, 16 << 20), st.sampled_from(sorted(request_versions().items())), st.data(),
+@given(st.integers(10, MAX_RESYNC_FRAME), st.sampled_from(sorted(request_versions().items())), st.data(),
        st.integers(0, 2**31 - 1))
 def test_the_start_patterns_let_every_plausible_header_through(size, api, data, correlation_id):
     """Resynchronisation and role finding skip, in C, every position the start patterns do not match: they
