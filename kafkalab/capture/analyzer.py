@@ -42,6 +42,8 @@ class Analyzer:
         if route is not None and not flags & _UNUSUAL:
             # The common case, inlined: an established connection, a data and/or ACK segment.
             conn, sender, half, peer, session = route
+            if session.kafka is False:          # found not to be Kafka: nothing more to reassemble
+                return []
             ts = packet.ts_ns / 1e9
             if ts > conn.last_ts:
                 conn.last_ts = ts

@@ -331,12 +331,15 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
     unpack_from = _SIZE.unpack_from
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     request_memo, response_memo, remember = repeats.requests, repeats.responses, repeats.remember
+    sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
     irregular = ([i for i, conn in enumerate(packet_conn) if conn.irregular]
                  if any(conn.irregular for conn in conns) else [])
     for frame in _merge(irregular, frames):
         if frame.__class__ is int:              # a packet of an irregular connection
             i = frame
             conn = packet_conn[i]
+            if conn.index in given_up:          # found not to be Kafka: nothing more to look at
+                continue
             s, d = src_ips[i], dst_ips[i]
             start = starts[i]
             packet = TcpPacket(numbers[i], ts_ns[i], _ip_name(s, names), sports[i], _ip_name(d, names), dports[i],
@@ -349,6 +352,8 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
                 for column in dense:
                     column.append(None)
             count = analyzer.frame_count
+            if sessions[conn.index].kafka is False:
+                given_up.add(conn.index)
             continue
         if len(frame) == 6:
             i, conn, side, offset, start, end = frame
