@@ -42,25 +42,46 @@ class TcpConnection:
     closed: bool = False
 
 
-class TcpPcapWriter:
-    """Write TCP conversations to a pcap file (or binary file object)."""
+class _PcapFile:
+    """A nanosecond pcap file being written: opened from a path (and closed with the writer) or a binary file
+    object given (flushed, left open)."""
 
-    def __init__(self, path_or_file, *, mss: int = LOOPBACK_MSS, snaplen: int = 262144) -> None:
+    def __init__(self, path_or_file, linktype: int, snaplen: int) -> None:
         if isinstance(path_or_file, (str, os.PathLike)):
-            self._out: BinaryIO = open(path_or_file, "wb")
+            self._out: BinaryIO | None = open(path_or_file, "wb")
             self._owned = True
         else:
             self._out, self._owned = path_or_file, False
-        self.mss = max(1, min(mss, 65535 - 60))
-        self._ip_id = 1
-        self._connections = 0
-        self._out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, snaplen, 1))
+        self.snaplen = snaplen
+        self._out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, snaplen, linktype))
 
-    def __enter__(self) -> TcpPcapWriter:
+    def flush(self) -> None:
+        if self._out is not None:
+            self._out.flush()
+
+    def close_file(self) -> None:
+        if self._out is None:
+            return
+        self._out.flush()
+        if self._owned:
+            self._out.close()
+        self._out = None
+
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close_file()
+
+
+class TcpPcapWriter(_PcapFile):
+    """Write TCP conversations to a pcap file (or binary file object)."""
+
+    def __init__(self, path_or_file, *, mss: int = LOOPBACK_MSS, snaplen: int = 262144) -> None:
+        super().__init__(path_or_file, 1, snaplen)
+        self.mss = max(1, min(mss, 65535 - 60))
+        self._ip_id = 1
+        self._connections = 0
 
     def open_connection(self, client: tuple[str, int], server: tuple[str, int], ts: float | None = None
                         ) -> TcpConnection:
@@ -98,14 +119,6 @@ class TcpPcapWriter:
         self._advance(conn, False, 1)
         self._segment(conn, True, ACK, b"", ts)
         conn.closed = True
-
-    def close_file(self) -> None:
-        if self._out is None:
-            return
-        self._out.flush()
-        if self._owned:
-            self._out.close()
-        self._out = None
 
     # ------------------------------------------------------------ packet building
 
@@ -147,19 +160,13 @@ class TcpPcapWriter:
         self._out.write(frame)
 
 
-class LinkPcapWriter:
+class LinkPcapWriter(_PcapFile):
     """Write link-layer packets as captured (live capture's ``-w``) to a nanosecond pcap file."""
 
     def __init__(self, path_or_file, linktype: int, *, snaplen: int = 262144) -> None:
-        if isinstance(path_or_file, (str, os.PathLike)):
-            self._out: BinaryIO | None = open(path_or_file, "wb")
-            self._owned = True
-        else:
-            self._out, self._owned = path_or_file, False
+        super().__init__(path_or_file, linktype, snaplen)
         self.linktype = linktype
-        self.snaplen = snaplen
         self.count = 0
-        self._out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, snaplen, linktype))
 
     def write(self, data: bytes, ts: float) -> None:
         """One packet; ``ts`` in epoch seconds. Bytes beyond the snap length are not stored (the original
@@ -170,20 +177,5 @@ class LinkPcapWriter:
         self._out.write(stored)
         self.count += 1
 
-    def flush(self) -> None:
-        if self._out is not None:
-            self._out.flush()
-
     def close(self) -> None:
-        if self._out is None:
-            return
-        self._out.flush()
-        if self._owned:
-            self._out.close()
-        self._out = None
-
-    def __enter__(self) -> LinkPcapWriter:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        self.close_file()
