@@ -16,7 +16,7 @@ from kafkalab.broker.journal import Journal
 from kafkalab.broker.state import BrokerState
 from kafkalab.broker.config import BrokerConfig
 from kafkalab.protocol import decode_response, encode_request
-from kafkalab.protocol.records import build_batch, decode_records, encode_records
+from kafkalab.protocol.records import build_batch, encode_records
 
 
 def _batch(values, **kw) -> bytes:

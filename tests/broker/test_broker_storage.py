@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import confluent_kafka as ck
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition

@@ -12,7 +12,7 @@ import pytest
 from kafkalab.capture import iter_frames, read_capture
 from kafkalab.pcap import TcpPcapWriter, read_packets
 
-from tests.capture.builders import golden_conversations, write_golden_pcap
+from tests.capture.builders import write_golden_pcap
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import cramjam
 import pytest
 
 from records_kafka_python import read_with_kafka_python
-from kafkalab.protocol.records import (LegacyMessage, RecordBatch, build_batch, decode_records, encode_records,
+from kafkalab.protocol.records import (RecordBatch, build_batch, decode_records, encode_records,
                                        iter_batches)
 from kafkalab.protocol.records.lz4frame import header_checksum
 from records_golden import COMBOS, DATA, PRODUCERS, TS0, TXN, golden_path, messages_for
