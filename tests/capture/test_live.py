@@ -1,12 +1,15 @@
-"""Live capture with scapy: sniffing loopback while a real client (confluent-kafka) talks to librdkafka's
-mock cluster, the ``sniff`` command writing a pcap, and lists of scapy packets as captures. Sniffing needs
-root (CI runs as root) and scapy; those tests skip with the reason otherwise. Expected values are what the
-client sent and was told (delivery reports), never kafkalab's output."""
+"""Live capture: sniffing loopback while a real client (confluent-kafka) talks to librdkafka's mock cluster,
+the ``sniff`` command writing a pcap, each loopback packet captured once, the errors a user meets, and lists
+of scapy packets as captures. Sniffing needs no libpcap or scapy, only Linux and root (CI runs as root); the
+sniffing tests skip with that reason otherwise. Expected values are what the client sent and was told
+(delivery reports), never kafkalab's output."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -14,11 +17,11 @@ from kafkalab.capture import read_capture
 
 from tests.capture.builders import write_golden_pcap
 
-scapy = pytest.importorskip("scapy", reason="scapy is not installed (pip install scapy)")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="sniffing loopback needs root (CI runs as root)")
 
 
 def test_scapy_packets_are_a_capture(tmp_path):
+    pytest.importorskip("scapy", reason="scapy is not installed (the test extra brings it)")
     from scapy.utils import rdpcap
 
     path = tmp_path / "golden.pcap"
@@ -101,10 +104,36 @@ def test_sniff_command_writes_a_pcap_that_reads_back(tmp_path):
            {(p, o, v) for _, p, o, v in delivered}
 
 
-def test_sniff_reports_a_missing_interface():
+@needs_root
+def test_each_loopback_packet_is_captured_once(tmp_path):
+    """lo shows every packet twice to a packet socket (sent, then received): the filter keeps one."""
+    from kafkalab.capture.live import sniff
+    from kafkalab.pcap import read_packets
+
+    out = tmp_path / "once.pcap"
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with sniff(iface="lo", ports=[port], write=str(out)) as live:
+            with socket.create_connection(("127.0.0.1", port)) as client:
+                peer, _ = server.accept()
+                for i in range(5):
+                    client.sendall(b"ping %d" % i)
+                    assert peer.recv(100) == b"ping %d" % i
+                peer.close()
+            deadline, last = time.monotonic() + 10, -1
+            while live.packets != last and time.monotonic() < deadline:     # until quiet for 0.3 s
+                last = live.packets
+                time.sleep(0.3)
+    assert live.kernel_filter and live.bpf == f"tcp and (port 9092 or port 9093 or port 9094 or port {port})"
+    packets = [(p.sport, p.seq, p.ack, p.flags, p.payload) for p in read_packets(out)]
+    assert len(packets) == live.packets >= 10                          # handshake 3, data 5, a FIN each way
+    assert len(set(packets)) == len(packets), "a packet was captured twice"
+    assert [p[4] for p in packets if p[4]] == [b"ping %d" % i for i in range(5)]
+
+
+@needs_root
+def test_sniff_reports_a_missing_interface_with_the_ones_there_are():
     from kafkalab.capture.live import SniffError, sniff
 
-    if os.geteuid() != 0:
-        pytest.skip("opening a capture socket needs root")
-    with pytest.raises(SniffError):
-        sniff(iface="no-such-interface0", ports=[9092])
+    with pytest.raises(SniffError, match=r"^no interface named 'no-such-if0'; this machine has .*\blo\b"):
+        sniff(iface="no-such-if0", ports=[9092])
