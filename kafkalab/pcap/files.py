@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
-from .errors import CaptureError
+from .errors import CaptureError, NotACaptureFile
 
 CHUNK = 1 << 20
 MAX_RECORD = 16 << 20      # no link-layer record is this large; a bigger length means a corrupt file
@@ -133,9 +133,9 @@ def iter_link_records(source, diagnostics: list[str] | None = None) -> Iterator[
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise CaptureError(f"cannot read capture: {exc}") from None
         if not head:
-            raise CaptureError("empty capture file (0 bytes)")
+            raise NotACaptureFile("empty capture file (0 bytes)")
         if len(head) < 4:
-            raise CaptureError(f"not a capture file: only {len(head)} bytes")
+            raise NotACaptureFile(f"not a capture file: only {len(head)} bytes")
         magic = struct.unpack("<I", head)[0]
         try:
             if magic in PCAP_MAGICS:
@@ -143,7 +143,7 @@ def iter_link_records(source, diagnostics: list[str] | None = None) -> Iterator[
             elif magic == PCAPNG_SHB:
                 yield from _pcapng_records(chunks, head, diagnostics)
             else:
-                raise CaptureError(f"not a pcap or pcapng file (magic {head.hex()})")
+                raise NotACaptureFile(f"not a pcap or pcapng file (magic {head.hex()})")
         except (OSError, EOFError, gzip.BadGzipFile, zlib_error()) as exc:
             diagnostics.append(f"capture file damaged at byte {chunks.offset}: {exc}")
     finally:
