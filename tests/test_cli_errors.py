@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.tools import needs_root
 
 REPO = Path(__file__).resolve().parents[1]
 PR_CAPBSET_DROP, CAP_NET_RAW = 24, 13
@@ -54,7 +54,7 @@ def test_a_missing_frame_file(tmp_path):
     one_line_error(kafkalab("dissect", "-r", str(tmp_path / "frame.bin")), "no such file", "frame.bin")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root sees the interface check (others lack the permission)")
+@needs_root
 def test_a_nonexistent_interface():
     line = one_line_error(kafkalab("sniff", "-i", "no-such-if0", "-a", "1"), "no interface named 'no-such-if0'")
     assert "lo" in line.split("this machine has", 1)[1]
@@ -73,7 +73,7 @@ def test_no_permission_to_capture():
                    "CAP_NET_RAW", "sudo")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="opening a capture socket needs root (CI runs as root)")
+@needs_root
 def test_a_pcap_that_cannot_be_written(tmp_path):
     one_line_error(kafkalab("sniff", "-i", "lo", "-a", "1", "-w", str(tmp_path / "no" / "dir" / "out.pcap")),
                    "cannot write", "out.pcap")

@@ -13,6 +13,8 @@ import pytest
 
 from kafkalab.capture import bpf
 
+from tests.tools import needs_root
+
 P, P2, OTHER = 40123, 40124, 40999
 TCP, UDP = 6, 17
 
@@ -100,8 +102,7 @@ def test_the_program_packs_as_the_kernel_reads_it():
     assert struct.unpack_from("=HBBI", packed, 8 * (len(PROGRAM) - 1)) == (bpf.RET | bpf.K, 0, 0, 0)
 
 
-@pytest.mark.skipif(not hasattr(socket, "AF_PACKET") or os.geteuid() != 0,
-                    reason="packet sockets need Linux and root (CI runs as root)")
+@needs_root
 def test_the_kernel_agrees_on_every_case():
     """Each case injected on lo with a unique marker; the filtered socket must get exactly the kept ones,
     each once (the loopback's outgoing copy is dropped by the program too)."""

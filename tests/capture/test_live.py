@@ -5,7 +5,6 @@ sniffing tests skip with that reason otherwise. Expected values are what the cli
 (delivery reports), never kafkalab's output."""
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -16,8 +15,8 @@ import pytest
 from kafkalab.capture import read_capture
 
 from tests.capture.builders import write_golden_pcap
+from tests.tools import needs_root
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="sniffing loopback needs root (CI runs as root)")
 
 
 def test_scapy_packets_are_a_capture(tmp_path):
