@@ -1,12 +1,14 @@
 """The README's first command: ``kafkalab demo`` runs the whole main job and reports what it did; from this
 tree, and (slow) after ``pip install .`` with no extras into a fresh venv, as a new user runs it, where
-``kafkalab.explore(...)`` must work too. A missing client is one line, never a traceback."""
+``kafkalab.explore(...)`` must work too. A missing client is one line, never a traceback. The README's
+Install section names every dependency and what each extra brings, as pyproject.toml declares them."""
 from __future__ import annotations
 
 import os
 import re
 import subprocess
 import sys
+import tomllib
 import venv
 from pathlib import Path
 
@@ -84,3 +86,25 @@ def test_pip_install_into_a_fresh_venv_then_demo_and_explore(tmp_path: Path) -> 
     name, rows, module = explored.stdout.split()
     assert name == "Explorer" and int(rows) > 0
     assert Path(module).resolve().is_relative_to(env_dir.resolve()), "kafkalab came from the fresh venv"
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+
+
+def test_the_readme_install_section_says_what_each_extra_brings() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    readme = (REPO / "README.md").read_text()
+    install = readme.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    for requirement in project["dependencies"]:
+        assert _name(requirement) in install.lower(), requirement
+    table = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", install, re.M))
+    assert set(table) == set(project["optional-dependencies"])
+    for extra, requirements in project["optional-dependencies"].items():
+        brings = table[extra].lower()
+        for requirement in requirements:
+            name = _name(requirement)
+            if name == "kafkalab":
+                assert "the notebook extra" in brings, extra          # kafkalab[notebook]
+            else:
+                assert name in brings or name.removeprefix("pytest-") in brings, (extra, name)
