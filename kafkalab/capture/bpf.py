@@ -12,9 +12,8 @@ from us...) and interface type through BPF's "ancillary" loads. That makes the o
 
 :func:`tcp_port_filter` builds the program as ``(code, jt, jf, k)`` instructions (the kernel's
 ``struct sock_filter``); :func:`attach` gives it to a socket with ``SO_ATTACH_FILTER``; :func:`run` is a
-small interpreter of the same instructions, which live capture uses as its Python-side check (for packets
-queued before the filter was attached, or everything when the kernel refuses it) and tests use to check the
-program on real packets. :func:`describe` is the filter as tcpdump would write it.
+small interpreter of the same instructions, which live capture falls back on should the kernel refuse the
+program, and which tests use to check it on real packets. :func:`describe` is the filter as tcpdump would write it.
 """
 from __future__ import annotations
 
@@ -125,6 +124,9 @@ def _offset(labels: dict[str, int], target: str | None, at: int) -> int:
     if not 0 <= offset <= 255:
         raise ValueError(f"filter too long: a jump of {offset} instructions (too many ports?)")
     return offset
+
+
+DROP_ALL = [Instruction(RET | K, 0, 0, 0)]       # while a socket is being set up
 
 
 def describe(ports: Iterable[int] | None) -> str:

@@ -10,8 +10,8 @@ lock, collecting the frames it completes (``frame_list``, a queue for :meth:`Liv
 optional ``on_frame`` callback run in the reader thread), and optionally writing every packet as captured to a
 pcap file (``write=``, raw IP packets). Needs no libpcap, tcpdump or scapy: the socket is ``AF_PACKET`` in
 cooked mode (every packet starts at its IP header, on any interface), and the port filter is a classic BPF
-program kafkalab builds (:mod:`.bpf`) and the kernel runs; the reader runs the same program in Python too,
-for packets queued before it was attached, or for all of them if the kernel refuses it. Needs Linux and the
+program kafkalab builds (:mod:`.bpf`) and the kernel runs before any packet reaches the socket; should the
+kernel refuse it, the reader runs the same program in Python on every packet instead. Needs Linux and the
 right to capture (root or CAP_NET_RAW); failures raise :class:`SniffError` with the reason and the remedy.
 """
 from __future__ import annotations
@@ -141,9 +141,8 @@ class LiveCapture:
                 self.error = exc
                 self.diagnostics.append(f"capture socket failed: {exc}")
                 return
-            info = bpf.PacketInfo(protocol=address[1], pkttype=address[2], hatype=address[3])
             data = bytes(buffer[:size])
-            if bpf.run(self.program, data, info):
+            if self.kernel_filter or bpf.run(self.program, data, bpf.PacketInfo(*address[1:4])):
                 self._on_packet(data, _timestamp_ns(ancillary))
 
     def _on_packet(self, data: bytes, ts_ns: int) -> None:
@@ -244,8 +243,9 @@ def sniff(iface: str | None = "lo", ports: Iterable[int] | None = None, **option
 def open_socket(iface: str | None, program: list[bpf.Instruction],
                 diagnostics: list[str]) -> tuple[socket.socket, bool]:
     """A cooked packet socket on ``iface`` (None: every interface) with timestamps on, and whether the kernel
-    took ``program`` as its filter. On one interface, the socket takes no packets until it is bound, after
-    the filter is attached."""
+    runs ``program`` as its filter. No packet reaches it unjudged: on one interface it takes none until it is
+    bound, after the filter is attached; on every interface (no bind to wait for) a drop-all filter goes first
+    and whatever was queued before it is discarded, as libpcap does."""
     if not hasattr(socket, "AF_PACKET"):
         raise SniffError("live capture needs Linux packet sockets; elsewhere capture with tcpdump or Wireshark "
                          "and run kafkalab decode on the file")
@@ -254,13 +254,10 @@ def open_socket(iface: str | None, program: list[bpf.Instruction],
     except PermissionError:
         raise SniffError("no permission to capture: packet sockets need root or CAP_NET_RAW (run with sudo, "
                          "or grant it: sudo setcap cap_net_raw+ep \"$(readlink -f \"$(which python3)\")\")") from None
-    attached = True
     try:
-        try:
-            bpf.attach(sock, program)
-        except OSError as exc:
-            attached = False
-            diagnostics.append(f"the kernel refused the capture filter ({exc.strerror}); filtering in Python")
+        if iface is None and _attach(sock, bpf.DROP_ALL, diagnostics):
+            _drain(sock)
+        attached = _attach(sock, program, diagnostics)
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         _grow_receive_buffer(sock)
         if iface:
@@ -271,6 +268,27 @@ def open_socket(iface: str | None, program: list[bpf.Instruction],
             raise SniffError(f"no interface named {iface!r}; this machine has {', '.join(interfaces())}") from None
         raise SniffError(f"cannot capture on {iface!r}: {exc.strerror or exc}") from None
     return sock, attached
+
+
+def _attach(sock: socket.socket, program: list[bpf.Instruction], diagnostics: list[str]) -> bool:
+    try:
+        bpf.attach(sock, program)
+    except OSError as exc:
+        if not any(note.startswith("the kernel refused") for note in diagnostics):
+            diagnostics.append(f"the kernel refused the capture filter ({exc.strerror}); filtering in Python")
+        return False
+    return True
+
+
+def _drain(sock: socket.socket) -> None:
+    sock.setblocking(False)
+    try:
+        while True:
+            sock.recv(1)
+    except BlockingIOError:
+        pass
+    finally:
+        sock.setblocking(True)
 
 
 def interfaces() -> list[str]:
