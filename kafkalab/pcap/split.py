@@ -132,6 +132,30 @@ def resolve(data, layout: Layout, nominal: ByteRange) -> ByteRange:
     return ByteRange(nominal.path, start, max(start, end))
 
 
+@dataclass(frozen=True, slots=True)
+class RangeCheck:
+    """A range as its own reader sees it: its boundaries, its records, and whether the walk over them lands
+    exactly on the next range's start (False: a false boundary or a damaged file; read the file whole)."""
+    range: ByteRange
+    records: int
+    lands: bool
+
+
+def check_range(nominal: ByteRange) -> RangeCheck:
+    """Resolve one nominal range of a file on its own (what each task of a distributed job does) and walk it."""
+    layout = read_layout(nominal.path)
+    data = map_file(nominal.path)
+    resolved = resolve(data, layout, nominal)
+    position, records = resolved.start, 0
+    while position < resolved.end:
+        length = _record_length(data, layout, position)
+        if length is None:
+            break
+        position += length
+        records += 1
+    return RangeCheck(resolved, records, position == resolved.end)
+
+
 def map_file(path: str) -> mmap.mmap | bytes:
     """The file's bytes, mapped read-only (an empty file maps as ``b""``)."""
     with open(path, "rb") as handle:
@@ -221,5 +245,5 @@ def _pcapng_chain(data, layout: Layout, position: int) -> bool:
     return True
 
 
-__all__ = ["ByteRange", "Layout", "CHAIN", "find_boundary", "map_file", "plan_ranges", "read_layout", "resolve",
+__all__ = ["ByteRange", "Layout", "RangeCheck", "CHAIN", "check_range", "find_boundary", "map_file", "plan_ranges", "read_layout", "resolve",
            "walk_end"]
