@@ -104,7 +104,8 @@ def test_the_readme_install_section_says_what_each_extra_brings() -> None:
         brings = table[extra].lower()
         for requirement in requirements:
             name = _name(requirement)
-            if name == "kafkalab":
-                assert "the notebook extra" in brings, extra          # kafkalab[notebook]
+            if name == "kafkalab":                                  # kafkalab[notebook,...]: other extras
+                others = re.search(r"\[(.*)\]", requirement).group(1).split(",")
+                assert f"the {' and '.join(others)} extra" in brings, (extra, requirement)
             else:
                 assert name in brings or name.removeprefix("pytest-") in brings, (extra, name)

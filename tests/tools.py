@@ -1,5 +1,5 @@
 """What some tests need beyond Python packages, in one place: programs CI installs (tshark, kcat, chromium,
-node, the kafkajs npm package) and root (for packet sockets).
+node, the kafkajs npm package, Java) and root (for packet sockets).
 
 A test calls ``require_tool("tshark")`` (or :func:`require` for something that is not a program on PATH).
 Where the tool is missing the test skips, naming the line of ``.ci/run`` that installs it, so that
@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 CI_SCRIPT = REPO / ".ci" / "run"
 # tool -> the word that names it on the .ci/run line that installs it
 INSTALLED_AS = {"tshark": "tshark", "kcat": "kcat", "chromium": "chromium", "node": "nodejs",
-                "kafkajs": "npm install"}
+                "kafkajs": "npm install", "java": "openjdk"}
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="packet sockets need root (CI runs as root)")
 

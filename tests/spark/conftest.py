@@ -1,0 +1,34 @@
+"""Spark fixtures: a local[2] session and a real standalone cluster (a master and two workers on 127.0.0.1),
+each started once per test session and stopped at its end."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+from tests.tools import require, require_tool
+
+
+def _spark_or_skip():
+    """pyspark and Java, else skip (fail under CI): see tests/tools.py."""
+    require("pyspark", importlib.util.find_spec("pyspark") is not None, "the spark extra (make test)")
+    if not os.environ.get("JAVA_HOME"):
+        require_tool("java")
+
+
+@pytest.fixture(scope="session")
+def spark_local():
+    _spark_or_skip()
+    from kafkalab.spark.session import session
+    spark = session("local[2]", "kafkalab-tests")
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster_url(tmp_path_factory):
+    _spark_or_skip()
+    from tests.spark.cluster import StandaloneCluster
+    with StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), workers=2) as url:
+        yield url
