@@ -320,6 +320,7 @@ def cmd_sniff(args: argparse.Namespace) -> int:
     except SniffError as exc:
         _error(str(exc))
         return EXIT_USAGE
+    _warn_all(live.diagnostics)                 # e.g. packets the kernel dropped while the reader was behind
     return EXIT_OK
 
 
