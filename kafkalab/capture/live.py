@@ -44,11 +44,6 @@ class SniffError(CaptureError):
     """Sniffing could not start or failed (no such interface, no permission, not Linux)."""
 
 
-def bpf_for(ports: Iterable[int] | None) -> str:
-    """The capture filter, as tcpdump would write it, for TCP on the Kafka ports (the defaults plus ``ports``)."""
-    return bpf.describe(DEFAULT_PORTS | set(ports or ()))
-
-
 class LiveCapture:
     """A running (or finished) live capture; use :func:`sniff` to make one. ``iface`` None: every interface;
     ``any_port``: every TCP packet (Kafka is then recognised from the traffic)."""
