@@ -61,7 +61,8 @@ def _partition(topic, p: dict, by_id: bool, budget: int, first: bool, committed_
     data = log.read(offset, limit, upto, at_least_one=first) if offset < upto else b""
     result = _result(index, NONE, log, data)
     if committed_only:
-        result["aborted_transactions"] = []
+        result["aborted_transactions"] = [{"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+                                          for txn in log.aborted_between(offset, upto)] if data else []
     return result, len(data)
 
 

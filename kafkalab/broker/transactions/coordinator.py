@@ -1,0 +1,201 @@
+"""The transaction coordinator: every transactional id's metadata, the checks requests pass, and the effects
+of each state change (state records, markers, offsets).
+
+Owns: the table of transactional ids (and producer id -> transactional id), producer-id and epoch checks
+(INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED; handlers turn PRODUCER_FENCED into INVALID_PRODUCER_EPOCH for
+the request versions that predate it), writing the commit/abort markers to every partition of a transaction,
+turning a transaction's pending group offsets into committed ones when it commits, the timeout, and recovery
+from ``__transaction_state``. The state rules themselves live in :mod:`.machine`. Must not know: the wire
+format of requests, sockets, clocks (``now_ms`` comes with every call).
+
+Markers are written synchronously, inside the EndTxn (or fence, or timeout) that decides them, so the
+Prepare* states last only between two records of the state log; a restart that finds one finishes it.
+Group offsets are not written to ``__consumer_offsets`` partitions by markers: they wait in the transaction
+(TxnOffsetCommit) and go to the store's committed offsets when the transaction commits.
+"""
+from __future__ import annotations
+
+import logging
+
+from kafkalab.protocol.records import ControlRecord, build_batch
+from kafkalab.protocol.schema.error_codes import BY_NAME
+
+from ..storage import Committed
+from .machine import NONE, Event, TransactionMetadata, TxnState
+from .state_log import TransactionStateLog
+
+log = logging.getLogger("kafkalab.broker")
+
+INVALID_PRODUCER_EPOCH = BY_NAME["INVALID_PRODUCER_EPOCH"].code
+INVALID_PRODUCER_ID_MAPPING = BY_NAME["INVALID_PRODUCER_ID_MAPPING"].code
+INVALID_TRANSACTION_TIMEOUT = BY_NAME["INVALID_TRANSACTION_TIMEOUT"].code
+INVALID_TXN_STATE = BY_NAME["INVALID_TXN_STATE"].code
+PRODUCER_FENCED = BY_NAME["PRODUCER_FENCED"].code
+MAX_TIMEOUT_MS = 900_000            # transaction.max.timeout.ms
+COMMIT, ABORT = 1, 0                # control record types
+
+
+class TransactionCoordinator:
+    def __init__(self, state) -> None:
+        self.state = state
+        self.txns: dict[str, TransactionMetadata] = {}
+        self.by_pid: dict[int, str] = {}
+        self.log = TransactionStateLog(state)
+
+    # --- checks ---------------------------------------------------------------------------------------------
+
+    def lookup(self, transactional_id: str, producer_id: int, epoch: int) -> tuple[TransactionMetadata | None, int]:
+        """The metadata a request names, or the error for a wrong producer id or epoch."""
+        meta = self.txns.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return None, INVALID_PRODUCER_ID_MAPPING
+        if meta.producer_epoch != epoch:
+            return None, PRODUCER_FENCED
+        return meta, NONE
+
+    def verify(self, producer_id: int, epoch: int, topic: str, partition: int) -> int:
+        """KIP-890 verification of a transactional Produce batch: the partition must be in the producer's
+        ongoing transaction, with the current epoch."""
+        meta = self.txns.get(self.by_pid.get(producer_id, ""))
+        if meta is None:
+            return INVALID_PRODUCER_ID_MAPPING
+        if epoch != meta.producer_epoch:
+            return INVALID_PRODUCER_EPOCH
+        if meta.state is not TxnState.ONGOING or (topic, partition) not in meta.partitions:
+            return INVALID_TXN_STATE
+        return NONE
+
+    # --- requests -------------------------------------------------------------------------------------------
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int, epoch: int,
+                         now_ms: int) -> tuple[int, int, int]:
+        """(error, producer id, epoch). A known id gets its epoch bumped (an open transaction is fenced and
+        aborted first); a producer presenting an older id or epoch than the current one is fenced."""
+        if not 0 < timeout_ms <= MAX_TIMEOUT_MS:
+            return INVALID_TRANSACTION_TIMEOUT, -1, -1
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            meta = TransactionMetadata(transactional_id, self._new_pid(), -1, timeout_ms)
+            self.txns[transactional_id] = meta
+            self.by_pid[meta.producer_id] = transactional_id
+        elif producer_id >= 0 and (producer_id, epoch) != (meta.producer_id, meta.producer_epoch):
+            return PRODUCER_FENCED, -1, -1
+        if meta.state is TxnState.ONGOING:
+            self._fence_and_abort(meta, now_ms)
+        error = meta.apply(Event.INIT, now_ms)
+        if error:
+            return error, -1, -1
+        meta.timeout_ms = timeout_ms
+        if meta.epoch_exhausted:
+            self._rotate_pid(meta)
+        else:
+            meta.bump_epoch()
+        self.log.write(meta, now_ms)
+        return NONE, meta.producer_id, meta.producer_epoch
+
+    def add_partitions(self, meta: TransactionMetadata, partitions: set[tuple[str, int]], now_ms: int) -> int:
+        """Partitions (that exist: the handler checks) join the transaction, which starts if it had not."""
+        previous = meta.state
+        error = meta.apply(Event.ADD, now_ms)
+        if error:
+            return error
+        fresh = partitions - meta.partitions
+        if fresh or previous is not TxnState.ONGOING:
+            meta.partitions |= fresh
+            self.log.write(meta, now_ms)
+        return NONE
+
+    def add_offsets(self, meta: TransactionMetadata, group_id: str, now_ms: int) -> int:
+        error = meta.apply(Event.ADD, now_ms)
+        if not error:
+            meta.groups.add(group_id)
+            self.log.write(meta, now_ms)
+        return error
+
+    def stage_offsets(self, meta: TransactionMetadata, group_id: str, offsets: dict[tuple[str, int], Committed]) -> int:
+        """TxnOffsetCommit: the offsets wait in the transaction until it ends."""
+        if meta.state is not TxnState.ONGOING or group_id not in meta.groups:
+            return INVALID_TXN_STATE
+        for (topic, partition), committed in offsets.items():
+            meta.pending_offsets[(group_id, topic, partition)] = committed
+        return NONE
+
+    def end_txn(self, meta: TransactionMetadata, commit: bool, now_ms: int) -> int:
+        previous = meta.state
+        error = meta.apply(Event.COMMIT if commit else Event.ABORT, now_ms)
+        if error or meta.state is previous:
+            return error
+        self.log.write(meta, now_ms)
+        self._complete(meta, now_ms)
+        return NONE
+
+    # --- the coordinator's own moves ------------------------------------------------------------------------
+
+    def expire(self, now_ms: int) -> list[str]:
+        """Fence and abort every transaction open longer than its timeout; returns their ids."""
+        expired = [meta for meta in self.txns.values() if meta.expired(now_ms)]
+        for meta in expired:
+            log.info("transaction %r timed out after %d ms: aborting", meta.transactional_id, meta.timeout_ms)
+            self._fence_and_abort(meta, now_ms)
+        return [meta.transactional_id for meta in expired]
+
+    def _fence_and_abort(self, meta: TransactionMetadata, now_ms: int) -> None:
+        meta.apply(Event.FENCE, now_ms)
+        meta.bump_epoch()
+        self.log.write(meta, now_ms)
+        meta.apply(Event.ABORT, now_ms)
+        self.log.write(meta, now_ms)
+        self._complete(meta, now_ms)
+
+    def _complete(self, meta: TransactionMetadata, now_ms: int) -> None:
+        """Write the markers of a Prepare* transaction, commit its offsets if it commits, record the end."""
+        commit = meta.state is TxnState.PREPARE_COMMIT
+        self.write_markers(meta.producer_id, meta.producer_epoch, commit, meta.partitions, now_ms)
+        if commit:
+            for (group, topic, partition), committed in sorted(meta.pending_offsets.items()):
+                self.state.store.commit(group, topic, partition, committed)
+        meta.apply(Event.COMPLETE, now_ms)
+        meta.partitions, meta.groups, meta.pending_offsets = set(), set(), {}
+        self.log.write(meta, now_ms)
+
+    def write_markers(self, producer_id: int, epoch: int, commit: bool, partitions, now_ms: int) -> None:
+        marker = build_batch([ControlRecord(type=COMMIT if commit else ABORT)], control=True, transactional=True,
+                             producer_id=producer_id, producer_epoch=epoch, base_timestamp=now_ms).raw
+        for topic, index in sorted(partitions):
+            partition = self.state.store.partition(topic, index)
+            if partition is not None:
+                partition.log.append(marker)
+                partition.producers.fence(producer_id, epoch)
+        self.state.appended()
+
+    def _new_pid(self) -> int:
+        return self.state.allocate_producer_id()
+
+    def _rotate_pid(self, meta: TransactionMetadata) -> None:
+        self.by_pid.pop(meta.producer_id, None)
+        meta.previous_producer_id, meta.producer_id, meta.producer_epoch = meta.producer_id, self._new_pid(), 0
+        self.by_pid[meta.producer_id] = meta.transactional_id
+
+    # --- recovery -------------------------------------------------------------------------------------------
+
+    def recover(self, now_ms: int) -> None:
+        """Rebuild from ``__transaction_state``; finish transactions caught between Prepare* and Complete*."""
+        for transactional_id, value in self.log.load().items():
+            meta = TransactionMetadata(
+                transactional_id, value["producer_id"], value["producer_epoch"], value["transaction_timeout_ms"],
+                TxnState(value["transaction_status"]),
+                {(t["topic"], p) for t in value["transaction_partitions"] or () for p in t["partition_ids"]},
+                start_ms=value["transaction_start_timestamp_ms"], update_ms=value["transaction_last_update_timestamp_ms"])
+            self.txns[transactional_id] = meta
+            self.by_pid[meta.producer_id] = transactional_id
+            self.state.next_producer_id = max(self.state.next_producer_id, meta.producer_id + 1)
+        for meta in self.txns.values():
+            if meta.state is TxnState.PREPARE_EPOCH_FENCE:
+                meta.apply(Event.ABORT, now_ms)
+            if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                self._complete(meta, now_ms)
+
+
+def for_version(error: int, api_version: int, fenced_since: int) -> int:
+    """PRODUCER_FENCED (KIP-588) as request versions older than ``fenced_since`` know it: INVALID_PRODUCER_EPOCH."""
+    return INVALID_PRODUCER_EPOCH if error == PRODUCER_FENCED and api_version < fenced_since else error
