@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from .config import BrokerConfig, topic_name_problem
+from .fetch_sessions import FetchSessions
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
@@ -42,6 +43,7 @@ class BrokerState:
         for topic in self.store.topics.values():
             self._apply_segment_bytes(topic)
         self.transactions = TransactionCoordinator(self)
+        self.fetch_sessions = FetchSessions()
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""

@@ -10,11 +10,15 @@ Because the records are Kafka's, a notebook reads the coordinator's own log with
 """
 from __future__ import annotations
 
+import logging
+
+from kafkalab.protocol import ProtocolError
 from kafkalab.protocol.payloads import decode_transaction_record, encode_payload
 from kafkalab.protocol.records import build_batch, decode_records
 
 from .machine import TransactionMetadata
 
+log = logging.getLogger("kafkalab.broker")
 TOPIC = "__transaction_state"
 PARTITIONS = 50                  # transaction.state.log.num.partitions
 KEY_VERSION, VALUE_VERSION = 0, 0
@@ -69,10 +73,14 @@ class TransactionStateLog:
         topic = self.state.store.topic(TOPIC)
         found: dict[str, dict] = {}
         for partition in (topic.partitions if topic is not None else ()):
-            log = partition.log
-            for batch in decode_records(log.read(log.log_start_offset, 1 << 62)):
+            stored = partition.log
+            for batch in decode_records(stored.read(stored.log_start_offset, 1 << 62)):
                 for record in batch.records:
-                    decoded = decode_transaction_record(record.key, record.value)
+                    try:
+                        decoded = decode_transaction_record(record.key, record.value)
+                    except ProtocolError:
+                        log.warning("%s-%d: skipping an undecodable record", TOPIC, partition.index)
+                        continue
                     transactional_id = decoded["key"]["transactional_id"]
                     if decoded["value"] is None:
                         found.pop(transactional_id, None)
