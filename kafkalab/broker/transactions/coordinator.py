@@ -159,13 +159,11 @@ class TransactionCoordinator:
         self.log.write(meta, now_ms)
 
     def write_markers(self, producer_id: int, epoch: int, commit: bool, partitions, now_ms: int) -> None:
-        marker = build_batch([ControlRecord(type=COMMIT if commit else ABORT)], control=True, transactional=True,
-                             producer_id=producer_id, producer_epoch=epoch, base_timestamp=now_ms).raw
+        marker = control_batch(producer_id, epoch, commit, now_ms)
         for topic, index in sorted(partitions):
             partition = self.state.store.partition(topic, index)
             if partition is not None:
-                partition.log.append(marker)
-                partition.producers.fence(producer_id, epoch)
+                append_marker(partition, marker, producer_id, epoch)
         self.state.appended()
 
     def _new_pid(self) -> int:
@@ -194,6 +192,18 @@ class TransactionCoordinator:
                 meta.apply(Event.ABORT, now_ms)
             if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 self._complete(meta, now_ms)
+
+
+def control_batch(producer_id: int, epoch: int, commit: bool, now_ms: int) -> bytes:
+    """A control batch holding one commit or abort marker of ``producer_id`` at ``epoch``."""
+    return build_batch([ControlRecord(type=COMMIT if commit else ABORT)], control=True, transactional=True,
+                       producer_id=producer_id, producer_epoch=epoch, base_timestamp=now_ms).raw
+
+
+def append_marker(partition, marker: bytes, producer_id: int, epoch: int) -> None:
+    """The marker closes the producer's transaction in the partition's log and fences its older epochs."""
+    partition.log.append(marker)
+    partition.producers.fence(producer_id, epoch)
 
 
 def for_version(error: int, api_version: int, fenced_since: int) -> int:
