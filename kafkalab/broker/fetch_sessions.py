@@ -22,11 +22,8 @@ import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from kafkalab.protocol.schema.error_codes import BY_NAME
+from kafkalab.protocol import ErrorCode
 
-NONE = BY_NAME["NONE"].code
-FETCH_SESSION_ID_NOT_FOUND = BY_NAME["FETCH_SESSION_ID_NOT_FOUND"].code
-INVALID_FETCH_SESSION_EPOCH = BY_NAME["INVALID_FETCH_SESSION_EPOCH"].code
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 MAX_SESSIONS = 1000            # max.incremental.fetch.session.cache.slots
 _REPORTED = ("high_watermark", "last_stable_offset", "log_start_offset")
@@ -52,7 +49,7 @@ class FetchSession:
     def changed(self, key, result: dict) -> bool:
         """Whether an incremental answer includes this partition's result (and remember what it reports)."""
         now = tuple(result[name] for name in _REPORTED)
-        include = bool(result["records"]) or result["error_code"] != NONE or self.reported.get(key) != now
+        include = bool(result["records"]) or result["error_code"] != ErrorCode.NONE or self.reported.get(key) != now
         self.reported[key] = now
         return include
 
@@ -78,11 +75,11 @@ class FetchSessions:
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id:
                 self.close(session_id)
-            return NONE, (self.open() if epoch == INITIAL_EPOCH else None), False
+            return ErrorCode.NONE, (self.open() if epoch == INITIAL_EPOCH else None), False
         session = self.sessions.get(session_id)
         if session is None:
-            return FETCH_SESSION_ID_NOT_FOUND, None, False
+            return ErrorCode.FETCH_SESSION_ID_NOT_FOUND, None, False
         if epoch != session.next_epoch:
-            return INVALID_FETCH_SESSION_EPOCH, None, False
+            return ErrorCode.INVALID_FETCH_SESSION_EPOCH, None, False
         self.sessions.move_to_end(session_id)
-        return NONE, session, True
+        return ErrorCode.NONE, session, True

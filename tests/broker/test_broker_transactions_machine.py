@@ -5,22 +5,22 @@ from __future__ import annotations
 import pytest
 
 from kafkalab.broker.config import BrokerConfig
-from kafkalab.broker.fetch_sessions import FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FetchSessions
+from kafkalab.broker.fetch_sessions import FetchSessions
 from kafkalab.broker.state import BrokerState
 from kafkalab.broker.storage import Committed
 from kafkalab.broker.transactions import Event, TransactionMetadata, TxnState
 from kafkalab.broker.transactions.state_log import TOPIC, partition_for
 from kafkalab.protocol.payloads import decode_transaction_record
 from kafkalab.protocol.records import build_batch, decode_records
-from kafkalab.protocol.schema.error_codes import BY_NAME
+from kafkalab.protocol import ErrorCode
 
 S, E = TxnState, Event
 OK = 0
-BUSY = BY_NAME["CONCURRENT_TRANSACTIONS"].code
-BAD = BY_NAME["INVALID_TXN_STATE"].code
-FENCED = BY_NAME["PRODUCER_FENCED"].code
-MAPPING = BY_NAME["INVALID_PRODUCER_ID_MAPPING"].code
-OLD_EPOCH = BY_NAME["INVALID_PRODUCER_EPOCH"].code
+BUSY = ErrorCode.CONCURRENT_TRANSACTIONS
+BAD = ErrorCode.INVALID_TXN_STATE
+FENCED = ErrorCode.PRODUCER_FENCED
+MAPPING = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+OLD_EPOCH = ErrorCode.INVALID_PRODUCER_EPOCH
 
 # (state, event) -> the state after it (or the error code, nothing changing): Kafka's TransactionState rules
 EXPECTED = {
@@ -104,7 +104,7 @@ def test_init_bumps_the_epoch_and_fences_older_instances(state):
     assert tx.lookup("app", pid + 1, 1) == (None, MAPPING)
     assert tx.init_producer_id("app", 60000, pid, 0, 3)[0] == FENCED          # KIP-360: a stale instance
     assert tx.init_producer_id("app", 60000, pid, 1, 4) == (OK, pid, 2)       # KIP-360: the current one
-    assert tx.init_producer_id("app", 0, -1, -1, 5)[0] == BY_NAME["INVALID_TRANSACTION_TIMEOUT"].code
+    assert tx.init_producer_id("app", 0, -1, -1, 5)[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
 
 
 def test_commit_writes_markers_and_moves_the_last_stable_offset(state):
@@ -233,9 +233,9 @@ def test_fetch_session_rules():
     sessions = FetchSessions(capacity=2)
     error, session, incremental = sessions.resolve(0, 0)
     assert (error, incremental) == (OK, False) and session.session_id > 0 and session.next_epoch == 1
-    assert sessions.resolve(session.session_id, 2)[0] == INVALID_FETCH_SESSION_EPOCH
+    assert sessions.resolve(session.session_id, 2)[0] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
     assert sessions.resolve(session.session_id, 1) == (OK, session, True)
-    assert sessions.resolve(12345, 1)[0] == FETCH_SESSION_ID_NOT_FOUND
+    assert sessions.resolve(12345, 1)[0] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     assert sessions.resolve(session.session_id, -1) == (OK, None, False)
     assert session.session_id not in sessions.sessions
     ids = [sessions.resolve(0, 0)[1].session_id for _ in range(3)]

@@ -11,9 +11,9 @@ from kafka import TopicPartition as KTP
 from kafka.admin import AbortTransactionSpec, KafkaAdminClient
 
 from kafkalab.protocol.records import build_batch, encode_records
-from kafkalab.protocol.schema.error_codes import BY_NAME
+from kafkalab.protocol import ErrorCode
 
-CODE = {name: BY_NAME[name].code for name in (
+CODE = {name: ErrorCode[name] for name in (
     "NONE", "UNKNOWN_TOPIC_OR_PARTITION", "OPERATION_NOT_ATTEMPTED", "INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED",
     "INVALID_TXN_STATE", "INVALID_RECORD", "INVALID_PRODUCER_ID_MAPPING", "TRANSACTIONAL_ID_NOT_FOUND",
     "FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH")}

@@ -5,7 +5,8 @@ PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
 """
 from __future__ import annotations
 
-from kafkalab.protocol import resolve_api_key
+
+from kafkalab.protocol import ApiKey
 
 from ..transactions import for_version
 from .base import Handler
@@ -21,4 +22,4 @@ def handle(ctx, body: dict) -> dict:
     return {"throttle_time_ms": 0, "error_code": for_version(error, ctx.api_version, FENCED_SINCE)}
 
 
-HANDLER = Handler(resolve_api_key("AddOffsetsToTxn"), 0, 4, handle)
+HANDLER = Handler(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, handle)

@@ -8,17 +8,13 @@ PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
 """
 from __future__ import annotations
 
-from kafkalab.protocol import resolve_api_key
-from kafkalab.protocol.schema.error_codes import BY_NAME
+
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..transactions import TxnState, for_version
-from ..transactions.machine import NONE
 from .base import Handler
 
 FENCED_SINCE, BATCHED_SINCE = 2, 4
-UNKNOWN_TOPIC_OR_PARTITION = BY_NAME["UNKNOWN_TOPIC_OR_PARTITION"].code
-OPERATION_NOT_ATTEMPTED = BY_NAME["OPERATION_NOT_ATTEMPTED"].code
-INVALID_TXN_STATE = BY_NAME["INVALID_TXN_STATE"].code
 
 
 def handle(ctx, body: dict) -> dict:
@@ -26,7 +22,7 @@ def handle(ctx, body: dict) -> dict:
         results = _transaction(ctx, body.get("v3_and_below_transactional_id"), body.get("v3_and_below_producer_id"),
                                body.get("v3_and_below_producer_epoch"), body.get("v3_and_below_topics", ()), False)
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results}
-    return {"throttle_time_ms": 0, "error_code": NONE, "results_by_transaction": [
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results_by_transaction": [
         {"transactional_id": t["transactional_id"],
          "topic_results": _transaction(ctx, t["transactional_id"], t["producer_id"], t["producer_epoch"],
                                        t.get("topics", ()), t.get("verify_only", False))}
@@ -41,11 +37,11 @@ def _transaction(ctx, transactional_id, producer_id, epoch, topics, verify_only:
         errors = dict.fromkeys(wanted, for_version(error, ctx.api_version, FENCED_SINCE))
     elif verify_only:
         ongoing = meta.state is TxnState.ONGOING
-        errors = {tp: NONE if ongoing and tp in meta.partitions else INVALID_TXN_STATE for tp in wanted}
+        errors = {tp: ErrorCode.NONE if ongoing and tp in meta.partitions else ErrorCode.INVALID_TXN_STATE for tp in wanted}
     else:
         unknown = {tp for tp in wanted if ctx.state.store.partition(*tp) is None}
         if unknown:
-            errors = {tp: UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else OPERATION_NOT_ATTEMPTED for tp in wanted}
+            errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
         else:
             errors = dict.fromkeys(wanted, coordinator.add_partitions(meta, set(wanted), ctx.now_ms))
     return _by_topic(errors)
@@ -58,4 +54,4 @@ def _by_topic(errors: dict[tuple[str, int], int]) -> list[dict]:
     return [{"name": name, "results_by_partition": partitions} for name, partitions in topics.items()]
 
 
-HANDLER = Handler(resolve_api_key("AddPartitionsToTxn"), 0, 5, handle)
+HANDLER = Handler(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, handle)

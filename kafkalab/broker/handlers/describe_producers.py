@@ -3,13 +3,11 @@ shows them: id, epoch, last sequence, and where the producer's open transaction 
 """
 from __future__ import annotations
 
-from kafkalab.protocol import resolve_api_key
-from kafkalab.protocol.schema.error_codes import BY_NAME
 
-from ..transactions.machine import NONE
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from .base import Handler
 
-UNKNOWN_TOPIC_OR_PARTITION = BY_NAME["UNKNOWN_TOPIC_OR_PARTITION"].code
 
 
 def handle(ctx, body: dict) -> dict:
@@ -22,13 +20,13 @@ def handle(ctx, body: dict) -> dict:
 
 def _partition(partition, index: int) -> dict:
     if partition is None:
-        return {"partition_index": index, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "error_message": None,
+        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "error_message": None,
                 "active_producers": []}
     open_txns = partition.log.open_txns
-    return {"partition_index": index, "error_code": NONE, "error_message": None, "active_producers": [
+    return {"partition_index": index, "error_code": ErrorCode.NONE, "error_message": None, "active_producers": [
         {"producer_id": pid, "producer_epoch": entry.epoch, "last_sequence": entry.last_sequence,
          "last_timestamp": -1, "coordinator_epoch": 0, "current_txn_start_offset": open_txns.get(pid, -1)}
         for pid, entry in sorted(partition.producers.entries.items())]}
 
 
-HANDLER = Handler(resolve_api_key("DescribeProducers"), 0, 0, handle)
+HANDLER = Handler(ApiKey.DESCRIBE_PRODUCERS, 0, 0, handle)

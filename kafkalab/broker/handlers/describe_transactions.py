@@ -4,13 +4,11 @@ An id the coordinator does not know answers TRANSACTIONAL_ID_NOT_FOUND.
 """
 from __future__ import annotations
 
-from kafkalab.protocol import resolve_api_key
-from kafkalab.protocol.schema.error_codes import BY_NAME
 
-from ..transactions.machine import NONE
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from .base import Handler
 
-TRANSACTIONAL_ID_NOT_FOUND = BY_NAME["TRANSACTIONAL_ID_NOT_FOUND"].code
 
 
 def handle(ctx, body: dict) -> dict:
@@ -21,16 +19,16 @@ def handle(ctx, body: dict) -> dict:
 
 def _describe(meta, transactional_id: str) -> dict:
     if meta is None:
-        return {"error_code": TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id,
+        return {"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id,
                 "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
                 "producer_id": -1, "producer_epoch": -1, "topics": []}
     topics: dict[str, list[int]] = {}
     for topic, partition in sorted(meta.partitions):
         topics.setdefault(topic, []).append(partition)
-    return {"error_code": NONE, "transactional_id": transactional_id, "transaction_state": meta.state.label,
+    return {"error_code": ErrorCode.NONE, "transactional_id": transactional_id, "transaction_state": meta.state.label,
             "transaction_timeout_ms": meta.timeout_ms, "transaction_start_time_ms": meta.start_ms,
             "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch,
             "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
 
 
-HANDLER = Handler(resolve_api_key("DescribeTransactions"), 0, 0, handle)
+HANDLER = Handler(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, handle)

@@ -7,7 +7,8 @@ INVALID_PRODUCER_EPOCH before v2; v5 (KIP-890 transactions v2) echoes the produc
 """
 from __future__ import annotations
 
-from kafkalab.protocol import resolve_api_key
+
+from kafkalab.protocol import ApiKey
 
 from ..transactions import for_version
 from .base import Handler
@@ -24,4 +25,4 @@ def handle(ctx, body: dict) -> dict:
             "producer_id": meta.producer_id if meta else -1, "producer_epoch": meta.producer_epoch if meta else -1}
 
 
-HANDLER = Handler(resolve_api_key("EndTxn"), 0, 5, handle)
+HANDLER = Handler(ApiKey.END_TXN, 0, 5, handle)

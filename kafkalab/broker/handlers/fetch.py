@@ -13,10 +13,10 @@ carry only the partitions with news.
 """
 from __future__ import annotations
 
-from ..fetch_sessions import NONE
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from .base import Handler, Wait
 
-OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID = 1, 3, 100
 READ_COMMITTED = 1
 NO_LIMIT = 2**31 - 1
 SESSIONS_SINCE, TOPIC_IDS_SINCE = 7, 13
@@ -50,7 +50,7 @@ def handle(ctx, body: dict) -> dict | Wait:
             results = [(key, r) for key, r in results if session.changed(key, r) or not incremental]
             if incremental:
                 session.next_epoch = session.next_epoch % MAX_SESSION_EPOCH + 1
-        return {"throttle_time_ms": 0, "error_code": NONE, "session_id": session.session_id if session else 0,
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": session.session_id if session else 0,
                 "responses": _by_topic(results, by_id)}
 
     response = attempt(ctx.now_ms, max_wait <= 0)
@@ -66,7 +66,7 @@ def _build(ctx, targets, body: dict, by_id: bool) -> tuple[list, int, bool]:
         topic = store.by_id.get(key[0]) if by_id else store.topic(key[0])
         result, size = _partition(topic, p, by_id, budget - total, total == 0, committed_only)
         total += size
-        errors = errors or result["error_code"] != NONE
+        errors = errors or result["error_code"] != ErrorCode.NONE
         results.append((key, result))
     return results, total, errors
 
@@ -82,15 +82,15 @@ def _by_topic(results, by_id: bool) -> list[dict]:
 def _partition(topic, p: dict, by_id: bool, budget: int, first: bool, committed_only: bool) -> tuple[dict, int]:
     index = p["partition"]
     if topic is None or not 0 <= index < len(topic.partitions):
-        return _result(index, UNKNOWN_TOPIC_ID if by_id and topic is None else UNKNOWN_TOPIC_OR_PARTITION), 0
+        return _result(index, ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
     log = topic.partitions[index].log
     offset = p["fetch_offset"]
     upto = log.last_stable_offset if committed_only else log.high_watermark
     if offset < log.log_start_offset or offset > log.next_offset:
-        return _result(index, OFFSET_OUT_OF_RANGE, log), 0
+        return _result(index, ErrorCode.OFFSET_OUT_OF_RANGE, log), 0
     limit = min(p.get("partition_max_bytes", NO_LIMIT), max(budget, 0))
     data = log.read(offset, limit, upto, at_least_one=first) if offset < upto else b""
-    result = _result(index, NONE, log, data)
+    result = _result(index, ErrorCode.NONE, log, data)
     if committed_only:
         result["aborted_transactions"] = [{"producer_id": txn.producer_id, "first_offset": txn.first_offset}
                                           for txn in log.aborted_between(offset, upto)] if data else []
@@ -105,4 +105,4 @@ def _result(index: int, error: int, log=None, records: bytes = b"") -> dict:
             "aborted_transactions": None, "preferred_read_replica": -1, "records": records}
 
 
-HANDLER = Handler(1, 0, 18, handle)
+HANDLER = Handler(ApiKey.FETCH, 0, 18, handle)

@@ -8,10 +8,11 @@ before v4. v6's two-phase-commit flags (KIP-939) are not supported: ``ongoing_tx
 """
 from __future__ import annotations
 
-from kafkalab.protocol import resolve_api_key
+
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..transactions import for_version
-from ..transactions.machine import MAX_EPOCH, NONE
+from ..transactions.machine import MAX_EPOCH
 from .base import Handler
 
 FENCED_SINCE = 4
@@ -25,11 +26,11 @@ def handle(ctx, body: dict) -> dict:
             transactional_id, body.get("transaction_timeout_ms", -1), pid, epoch, ctx.now_ms)
         error = for_version(error, ctx.api_version, FENCED_SINCE)
     elif pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
-        error, new_pid, new_epoch = NONE, pid, epoch + 1
+        error, new_pid, new_epoch = ErrorCode.NONE, pid, epoch + 1
     else:
-        error, new_pid, new_epoch = NONE, ctx.state.allocate_producer_id(), 0
+        error, new_pid, new_epoch = ErrorCode.NONE, ctx.state.allocate_producer_id(), 0
     return {"throttle_time_ms": 0, "error_code": error, "producer_id": new_pid, "producer_epoch": new_epoch,
             "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
 
 
-HANDLER = Handler(resolve_api_key("InitProducerId"), 0, 6, handle)
+HANDLER = Handler(ApiKey.INIT_PRODUCER_ID, 0, 6, handle)

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import re
 
-from kafkalab.protocol import resolve_api_key
-from kafkalab.protocol.schema.error_codes import BY_NAME
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..transactions import TxnState
-from ..transactions.machine import NONE
 from .base import Handler
 
-INVALID_REGULAR_EXPRESSION = BY_NAME["INVALID_REGULAR_EXPRESSION"].code
 LABELS = {state.label for state in TxnState}
 
 
@@ -25,16 +22,16 @@ def handle(ctx, body: dict) -> dict:
     try:
         pattern = re.compile(body["transactional_id_pattern"]) if body.get("transactional_id_pattern") else None
     except re.error:
-        return {"throttle_time_ms": 0, "error_code": INVALID_REGULAR_EXPRESSION, "unknown_state_filters": [],
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION, "unknown_state_filters": [],
                 "transaction_states": []}
     found = [meta for meta in ctx.state.transactions.txns.values()
              if (not states or meta.state.label in states) and (not pids or meta.producer_id in pids)
              and (duration < 0 or (meta.start_ms >= 0 and ctx.now_ms - meta.start_ms > duration))
              and (pattern is None or pattern.fullmatch(meta.transactional_id))]
-    return {"throttle_time_ms": 0, "error_code": NONE,
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
             "unknown_state_filters": [s for s in states if s not in LABELS],
             "transaction_states": [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
                                     "transaction_state": m.state.label} for m in found]}
 
 
-HANDLER = Handler(resolve_api_key("ListTransactions"), 0, 2, handle)
+HANDLER = Handler(ApiKey.LIST_TRANSACTIONS, 0, 2, handle)

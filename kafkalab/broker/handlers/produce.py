@@ -12,13 +12,14 @@ the current epoch (else INVALID_PRODUCER_EPOCH); control batches are the coordin
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ErrorCode
+
 from ..storage import Duplicate
 from ..storage.log import CONTROL, TRANSACTIONAL
 from ..validate import check_record_set, stamp_log_append_time, timestamps_within
 from .base import Handler
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, INVALID_TIMESTAMP, INVALID_RECORD, UNKNOWN_TOPIC_ID = \
-    0, 3, 19, 32, 87, 100
+NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, INVALID_TIMESTAMP, UNKNOWN_TOPIC_ID = 0, 3, 19, 32, 100
 IN_SYNC_REPLICAS = 1
 
 
@@ -98,7 +99,7 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict
 
 def _transactional(state, topic: str, index: int, batch) -> int:
     if batch.attributes & CONTROL:
-        return INVALID_RECORD
+        return ErrorCode.INVALID_RECORD
     return state.transactions.verify(batch.producer_id, batch.producer_epoch, topic, index)
 
 

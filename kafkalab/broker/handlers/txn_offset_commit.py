@@ -7,7 +7,8 @@ before v3.
 """
 from __future__ import annotations
 
-from kafkalab.protocol import resolve_api_key
+
+from kafkalab.protocol import ApiKey
 
 from ..storage import Committed
 from ..transactions import for_version
@@ -32,4 +33,4 @@ def handle(ctx, body: dict) -> dict:
                                            for p in t.get("partitions", ())]} for t in topics]}
 
 
-HANDLER = Handler(resolve_api_key("TxnOffsetCommit"), 0, 5, handle)
+HANDLER = Handler(ApiKey.TXN_OFFSET_COMMIT, 0, 5, handle)

@@ -7,15 +7,12 @@ partition knows for the producer answers INVALID_PRODUCER_EPOCH.
 """
 from __future__ import annotations
 
-from kafkalab.protocol import resolve_api_key
-from kafkalab.protocol.schema.error_codes import BY_NAME
+
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..transactions.coordinator import append_marker, control_batch
-from ..transactions.machine import NONE
 from .base import Handler
 
-UNKNOWN_TOPIC_OR_PARTITION = BY_NAME["UNKNOWN_TOPIC_OR_PARTITION"].code
-INVALID_PRODUCER_EPOCH = BY_NAME["INVALID_PRODUCER_EPOCH"].code
 
 
 def handle(ctx, body: dict) -> dict:
@@ -34,15 +31,15 @@ def _marker(ctx, m: dict) -> dict:
             partition = ctx.state.store.partition(t["name"], index)
             entry = partition.producers.entries.get(pid) if partition is not None else None
             if partition is None:
-                error = UNKNOWN_TOPIC_OR_PARTITION
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif entry is not None and entry.epoch > epoch:
-                error = INVALID_PRODUCER_EPOCH
+                error = ErrorCode.INVALID_PRODUCER_EPOCH
             else:
                 append_marker(partition, marker, pid, epoch)
-                error = NONE
+                error = ErrorCode.NONE
             partitions.append({"partition_index": index, "error_code": error})
         topics.append({"name": t["name"], "partitions": partitions})
     return {"producer_id": pid, "topics": topics}
 
 
-HANDLER = Handler(resolve_api_key("WriteTxnMarkers"), 0, 2, handle)
+HANDLER = Handler(ApiKey.WRITE_TXN_MARKERS, 0, 2, handle)

@@ -17,20 +17,15 @@ from __future__ import annotations
 
 import logging
 
+from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.records import ControlRecord, build_batch
-from kafkalab.protocol.schema.error_codes import BY_NAME
 
 from ..storage import Committed
-from .machine import NONE, Event, TransactionMetadata, TxnState
+from .machine import Event, TransactionMetadata, TxnState
 from .state_log import TransactionStateLog
 
 log = logging.getLogger("kafkalab.broker")
 
-INVALID_PRODUCER_EPOCH = BY_NAME["INVALID_PRODUCER_EPOCH"].code
-INVALID_PRODUCER_ID_MAPPING = BY_NAME["INVALID_PRODUCER_ID_MAPPING"].code
-INVALID_TRANSACTION_TIMEOUT = BY_NAME["INVALID_TRANSACTION_TIMEOUT"].code
-INVALID_TXN_STATE = BY_NAME["INVALID_TXN_STATE"].code
-PRODUCER_FENCED = BY_NAME["PRODUCER_FENCED"].code
 MAX_TIMEOUT_MS = 900_000            # transaction.max.timeout.ms
 COMMIT, ABORT = 1, 0                # control record types
 
@@ -48,22 +43,22 @@ class TransactionCoordinator:
         """The metadata a request names, or the error for a wrong producer id or epoch."""
         meta = self.txns.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
-            return None, INVALID_PRODUCER_ID_MAPPING
+            return None, ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if meta.producer_epoch != epoch:
-            return None, PRODUCER_FENCED
-        return meta, NONE
+            return None, ErrorCode.PRODUCER_FENCED
+        return meta, ErrorCode.NONE
 
     def verify(self, producer_id: int, epoch: int, topic: str, partition: int) -> int:
         """KIP-890 verification of a transactional Produce batch: the partition must be in the producer's
         ongoing transaction, with the current epoch."""
         meta = self.txns.get(self.by_pid.get(producer_id, ""))
         if meta is None:
-            return INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if epoch != meta.producer_epoch:
-            return INVALID_PRODUCER_EPOCH
+            return ErrorCode.INVALID_PRODUCER_EPOCH
         if meta.state is not TxnState.ONGOING or (topic, partition) not in meta.partitions:
-            return INVALID_TXN_STATE
-        return NONE
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE
 
     # --- requests -------------------------------------------------------------------------------------------
 
@@ -72,14 +67,14 @@ class TransactionCoordinator:
         """(error, producer id, epoch). A known id gets its epoch bumped (an open transaction is fenced and
         aborted first); a producer presenting an older id or epoch than the current one is fenced."""
         if not 0 < timeout_ms <= MAX_TIMEOUT_MS:
-            return INVALID_TRANSACTION_TIMEOUT, -1, -1
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, -1, -1
         meta = self.txns.get(transactional_id)
         if meta is None:
             meta = TransactionMetadata(transactional_id, self._new_pid(), -1, timeout_ms)
             self.txns[transactional_id] = meta
             self.by_pid[meta.producer_id] = transactional_id
         elif producer_id >= 0 and (producer_id, epoch) != (meta.producer_id, meta.producer_epoch):
-            return PRODUCER_FENCED, -1, -1
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         if meta.state is TxnState.ONGOING:
             self._fence_and_abort(meta, now_ms)
         error = meta.apply(Event.INIT, now_ms)
@@ -91,7 +86,7 @@ class TransactionCoordinator:
         else:
             meta.bump_epoch()
         self.log.write(meta, now_ms)
-        return NONE, meta.producer_id, meta.producer_epoch
+        return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
 
     def add_partitions(self, meta: TransactionMetadata, partitions: set[tuple[str, int]], now_ms: int) -> int:
         """Partitions (that exist: the handler checks) join the transaction, which starts if it had not."""
@@ -103,7 +98,7 @@ class TransactionCoordinator:
         if fresh or previous is not TxnState.ONGOING:
             meta.partitions |= fresh
             self.log.write(meta, now_ms)
-        return NONE
+        return ErrorCode.NONE
 
     def add_offsets(self, meta: TransactionMetadata, group_id: str, now_ms: int) -> int:
         error = meta.apply(Event.ADD, now_ms)
@@ -115,10 +110,10 @@ class TransactionCoordinator:
     def stage_offsets(self, meta: TransactionMetadata, group_id: str, offsets: dict[tuple[str, int], Committed]) -> int:
         """TxnOffsetCommit: the offsets wait in the transaction until it ends."""
         if meta.state is not TxnState.ONGOING or group_id not in meta.groups:
-            return INVALID_TXN_STATE
+            return ErrorCode.INVALID_TXN_STATE
         for (topic, partition), committed in offsets.items():
             meta.pending_offsets[(group_id, topic, partition)] = committed
-        return NONE
+        return ErrorCode.NONE
 
     def end_txn(self, meta: TransactionMetadata, commit: bool, now_ms: int) -> int:
         previous = meta.state
@@ -127,7 +122,7 @@ class TransactionCoordinator:
             return error
         self.log.write(meta, now_ms)
         self._complete(meta, now_ms)
-        return NONE
+        return ErrorCode.NONE
 
     # --- the coordinator's own moves ------------------------------------------------------------------------
 
@@ -208,4 +203,5 @@ def append_marker(partition, marker: bytes, producer_id: int, epoch: int) -> Non
 
 def for_version(error: int, api_version: int, fenced_since: int) -> int:
     """PRODUCER_FENCED (KIP-588) as request versions older than ``fenced_since`` know it: INVALID_PRODUCER_EPOCH."""
-    return INVALID_PRODUCER_EPOCH if error == PRODUCER_FENCED and api_version < fenced_since else error
+    fenced = error == ErrorCode.PRODUCER_FENCED and api_version < fenced_since
+    return ErrorCode.INVALID_PRODUCER_EPOCH if fenced else error

@@ -18,7 +18,7 @@ caller, so a restarted coordinator resumes from the last record: Prepare* states
 
 The table says, for each event, the next state in each state where the event is legal, ``RETRY`` where the
 event repeats a request that already took effect (EndTxn retried after its answer was lost: success, no
-change), or the name of the error code answered otherwise. States the table does not list for an event answer
+change), or the error code answered otherwise. States the table does not list for an event answer
 INVALID_TXN_STATE.
 """
 from __future__ import annotations
@@ -26,12 +26,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.schema.enums import TRANSACTION_STATUSES
-from kafkalab.protocol.schema.error_codes import BY_NAME
 
-NONE = BY_NAME["NONE"].code
-INVALID_TXN_STATE = BY_NAME["INVALID_TXN_STATE"].code
-CONCURRENT_TRANSACTIONS = BY_NAME["CONCURRENT_TRANSACTIONS"].code
 RETRY = "RETRY"
 MAX_EPOCH = 32767          # Short.MAX_VALUE: an epoch that would reach it gets a new producer id (KIP-360)
 
@@ -68,8 +65,8 @@ class Event(enum.Enum):
     COMPLETE = "complete"      # every marker is written
 
 
-_BUSY = "CONCURRENT_TRANSACTIONS"
-TRANSITIONS: dict[Event, dict[TxnState, TxnState | str]] = {
+_BUSY = ErrorCode.CONCURRENT_TRANSACTIONS
+TRANSITIONS: dict[Event, dict[TxnState, TxnState | ErrorCode | str]] = {
     Event.INIT: {S.EMPTY: S.EMPTY, S.COMPLETE_COMMIT: S.EMPTY, S.COMPLETE_ABORT: S.EMPTY, S.DEAD: S.EMPTY,
                  S.PREPARE_COMMIT: _BUSY, S.PREPARE_ABORT: _BUSY, S.PREPARE_EPOCH_FENCE: _BUSY},
     Event.ADD: {S.EMPTY: S.ONGOING, S.ONGOING: S.ONGOING, S.COMPLETE_COMMIT: S.ONGOING,
@@ -84,9 +81,9 @@ TRANSITIONS: dict[Event, dict[TxnState, TxnState | str]] = {
 }
 
 
-def transition(state: TxnState, event: Event) -> TxnState | str:
-    """The next state, RETRY, or the name of the error code for ``event`` in ``state``."""
-    return TRANSITIONS[event].get(state, "INVALID_TXN_STATE")
+def transition(state: TxnState, event: Event) -> TxnState | ErrorCode | str:
+    """The next state, RETRY, or the error code for ``event`` in ``state``."""
+    return TRANSITIONS[event].get(state, ErrorCode.INVALID_TXN_STATE)
 
 
 @dataclass
@@ -108,9 +105,9 @@ class TransactionMetadata:
         """Take ``event``: NONE (moved, or a retry that changes nothing) or an error code (nothing changed)."""
         outcome = transition(self.state, event)
         if outcome == RETRY:
-            return NONE
-        if isinstance(outcome, str):
-            return BY_NAME[outcome].code
+            return ErrorCode.NONE
+        if isinstance(outcome, ErrorCode):
+            return outcome
         if outcome is TxnState.ONGOING and self.state is not TxnState.ONGOING:
             self.partitions, self.groups, self.pending_offsets = set(), set(), {}
             self.start_ms = now_ms
@@ -118,7 +115,7 @@ class TransactionMetadata:
             self.partitions, self.groups, self.pending_offsets, self.start_ms = set(), set(), {}, -1
         self.state = outcome
         self.update_ms = now_ms
-        return NONE
+        return ErrorCode.NONE
 
     def bump_epoch(self) -> None:
         """The next epoch; at the end of the epoch range, a new producer id is needed (the caller gives it)."""
