@@ -16,7 +16,7 @@ from kafkalab.protocol import ErrorCode
 CODE = {name: ErrorCode[name] for name in (
     "NONE", "UNKNOWN_TOPIC_OR_PARTITION", "OPERATION_NOT_ATTEMPTED", "INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED",
     "INVALID_TXN_STATE", "INVALID_RECORD", "INVALID_PRODUCER_ID_MAPPING", "TRANSACTIONAL_ID_NOT_FOUND",
-    "FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH")}
+    "FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH", "UNSTABLE_OFFSET_COMMIT")}
 TIMEOUT = 20
 
 
@@ -52,6 +52,10 @@ def test_find_coordinator_for_transactional_ids(broker, raw):
     batched = client.call("FindCoordinator", 4, {"key_type": 1, "coordinator_keys": ["a", "b"]})
     assert [(c["key"], c["error_code"], c["port"]) for c in batched["coordinators"]] == [
         ("a", 0, broker.port), ("b", 0, broker.port)]
+    _init(client, "app")                       # the state log's topic appears, as an internal topic
+    topics = client.call("Metadata", 9, {"topics": None, "allow_auto_topic_creation": False})["topics"]
+    assert {(t["name"], t["is_internal"], len(t["partitions"])) for t in topics} == {
+        ("t", False, 2), ("__transaction_state", True, 50)}
 
 
 def test_add_partitions_errors_by_version(broker, raw):
@@ -219,3 +223,30 @@ def test_sessionless_fetch_versions_still_work(broker, raw, version):
                                          "forgotten_topics_data": []})
     assert body["responses"][0]["partitions"][0]["error_code"] == 0
     assert body.get("session_id", 0) == 0
+
+
+@pytest.mark.parametrize("version", [7, 8])
+def test_offset_fetch_require_stable_sees_pending_transactional_offsets(broker, raw, version):
+    client = raw()
+    pid, epoch = _init(client, "app")
+    assert client.call("AddOffsetsToTxn", 3, {"transactional_id": "app", "producer_id": pid, "producer_epoch": epoch,
+                                               "group_id": "g"})["error_code"] == 0
+    committed = client.call("TxnOffsetCommit", 3, {
+        "transactional_id": "app", "group_id": "g", "producer_id": pid, "producer_epoch": epoch,
+        "generation_id": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 42,
+                                                 "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+    assert committed["topics"][0]["partitions"][0]["error_code"] == 0
+
+    def fetch(stable):
+        topics = [{"name": "t", "partition_indexes": [0, 1]}]
+        if version >= 8:
+            body = client.call("OffsetFetch", version, {"groups": [{"group_id": "g", "topics": topics}],
+                                                        "require_stable": stable})["groups"][0]
+        else:
+            body = client.call("OffsetFetch", version, {"group_id": "g", "topics": topics, "require_stable": stable})
+        return [(p["partition_index"], p["committed_offset"], p["error_code"]) for p in body["topics"][0]["partitions"]]
+    assert fetch(True) == [(0, -1, 0), (1, -1, CODE["UNSTABLE_OFFSET_COMMIT"])]
+    assert fetch(False) == [(0, -1, 0), (1, -1, 0)]
+    client.call("EndTxn", 3, {"transactional_id": "app", "producer_id": pid, "producer_epoch": epoch, "committed": True})
+    assert fetch(True) == [(0, -1, 0), (1, 42, 0)]

@@ -115,6 +115,11 @@ class TransactionCoordinator:
             meta.pending_offsets[(group_id, topic, partition)] = committed
         return ErrorCode.NONE
 
+    def pending_offsets(self, group_id: str) -> set[tuple[str, int]]:
+        """(topic, partition) of the group's offsets that open transactions are committing (KIP-447)."""
+        return {(topic, partition) for meta in self.txns.values() if group_id in meta.groups
+                for (group, topic, partition) in meta.pending_offsets if group == group_id}
+
     def end_txn(self, meta: TransactionMetadata, commit: bool, now_ms: int) -> int:
         previous = meta.state
         error = meta.apply(Event.COMMIT if commit else Event.ABORT, now_ms)
