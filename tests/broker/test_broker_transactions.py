@@ -17,6 +17,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTP
 from aiokafka.structs import OffsetAndMetadata as AioOffset
+from broker_helpers import require_tool
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 from kafka.errors import KafkaError
@@ -359,3 +360,25 @@ def test_sigkill_during_an_open_transaction(tmp_path):
             time.sleep(0.3)
         assert read(broker.bootstrap_servers, "t", "read_committed") == [b"committed"]
         assert committed_offset(broker, "survivor", "in", 0) == 2
+
+
+# --- kcat (librdkafka 2.0): it cannot produce transactionally, but it reads either way ------------------------
+
+def test_kcat_reads_committed_or_uncommitted(broker):
+    kcat = require_tool("kcat")
+    producer = _ck_producer(broker, "for-kcat")
+    for values, commit in ((COMMITTED[:2], True), (ABORTED, False), (COMMITTED[2:], True)):
+        producer.begin_transaction()
+        for v in values:
+            producer.produce("t", v, partition=0)
+        producer.flush(TIMEOUT)                  # an abort drops what librdkafka has not sent yet
+        (producer.commit_transaction if commit else producer.abort_transaction)(TIMEOUT)
+
+    def consume(isolation):
+        done = subprocess.run([kcat, "-b", broker.bootstrap_servers, "-m", "15", "-C", "-t", "t", "-p", "0",
+                               "-o", "beginning", "-e", "-f", "%s\\n", "-X", f"isolation.level={isolation}"],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+    assert consume("read_committed") == ["c1", "c2", "c3"]
+    assert consume("read_uncommitted") == ["c1", "c2", "a1", "a2", "c3"]
