@@ -105,6 +105,7 @@ def test_init_bumps_the_epoch_and_fences_older_instances(state):
     assert tx.init_producer_id("app", 60000, pid, 0, 3)[0] == FENCED          # KIP-360: a stale instance
     assert tx.init_producer_id("app", 60000, pid, 1, 4) == (OK, pid, 2)       # KIP-360: the current one
     assert tx.init_producer_id("app", 0, -1, -1, 5)[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert tx.init_producer_id("", 60000, -1, -1, 5)[0] == ErrorCode.INVALID_REQUEST
 
 
 def test_commit_writes_markers_and_moves_the_last_stable_offset(state):

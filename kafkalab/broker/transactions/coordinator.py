@@ -66,6 +66,8 @@ class TransactionCoordinator:
                          now_ms: int) -> tuple[int, int, int]:
         """(error, producer id, epoch). A known id gets its epoch bumped (an open transaction is fenced and
         aborted first); a producer presenting an older id or epoch than the current one is fenced."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, -1, -1
         if not 0 < timeout_ms <= MAX_TIMEOUT_MS:
             return ErrorCode.INVALID_TRANSACTION_TIMEOUT, -1, -1
         meta = self.txns.get(transactional_id)
