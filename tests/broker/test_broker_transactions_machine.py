@@ -104,7 +104,8 @@ def test_init_bumps_the_epoch_and_fences_older_instances(state):
     assert tx.lookup("app", pid + 1, 1) == (None, MAPPING)
     assert tx.init_producer_id("app", 60000, pid, 0, 3)[0] == FENCED          # KIP-360: a stale instance
     assert tx.init_producer_id("app", 60000, pid, 1, 4) == (OK, pid, 2)       # KIP-360: the current one
-    assert tx.init_producer_id("app", 0, -1, -1, 5)[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert tx.init_producer_id("app", 60000, pid, 1, 5) == (OK, pid, 2)       # its retry: no second bump
+    assert tx.init_producer_id("app", 0, -1, -1, 6)[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
     assert tx.init_producer_id("", 60000, -1, -1, 5)[0] == ErrorCode.INVALID_REQUEST
 
 
@@ -151,6 +152,7 @@ def test_timeout_fences_and_aborts(state):
     assert tx.lookup("app", pid, epoch) == (None, FENCED)
     partition = state.store.partition("t", 0)
     assert partition.producers.check(pid, epoch, 2, 2) == OLD_EPOCH            # the zombie's next batch
+    assert tx.init_producer_id("app", 1000, pid, epoch, 11_002) == (OK, pid, epoch + 1)   # KIP-360 recovery
 
 
 def test_reinit_aborts_the_open_transaction_of_the_previous_instance(state):

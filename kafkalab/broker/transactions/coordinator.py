@@ -21,7 +21,7 @@ from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.records import ControlRecord, build_batch
 
 from ..storage import Committed
-from .machine import Event, TransactionMetadata, TxnState
+from .machine import MAX_EPOCH, Event, TransactionMetadata, TxnState
 from .state_log import TransactionStateLog
 
 log = logging.getLogger("kafkalab.broker")
@@ -75,7 +75,8 @@ class TransactionCoordinator:
             meta = TransactionMetadata(transactional_id, self._new_pid(), -1, timeout_ms)
             self.txns[transactional_id] = meta
             self.by_pid[meta.producer_id] = transactional_id
-        elif producer_id >= 0 and (producer_id, epoch) != (meta.producer_id, meta.producer_epoch):
+        retry = producer_id >= 0 and self._is_retry(meta, producer_id, epoch)
+        if producer_id >= 0 and not retry and (producer_id, epoch) != (meta.producer_id, meta.producer_epoch):
             return ErrorCode.PRODUCER_FENCED, -1, -1
         if meta.state is TxnState.ONGOING:
             self._fence_and_abort(meta, now_ms)
@@ -83,12 +84,20 @@ class TransactionCoordinator:
         if error:
             return error, -1, -1
         meta.timeout_ms = timeout_ms
-        if meta.epoch_exhausted:
-            self._rotate_pid(meta)
-        else:
-            meta.bump_epoch()
+        if not retry:
+            self._next_epoch(meta)
+        if producer_id < 0:
+            meta.last_epoch = -1        # a new instance: no retry can name the epoch it replaced
         self.log.write(meta, now_ms)
         return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
+
+    @staticmethod
+    def _is_retry(meta: TransactionMetadata, producer_id: int, epoch: int) -> bool:
+        """KIP-360: a producer presenting the epoch before the last bump (the coordinator's own fence after a
+        timeout, or a bump whose answer it never got), or the producer id before the last rotation, gets the
+        current id and epoch instead of being fenced."""
+        return ((producer_id, epoch) == (meta.producer_id, meta.last_epoch) and epoch >= 0) or \
+            (producer_id == meta.previous_producer_id >= 0 and epoch >= MAX_EPOCH - 1)
 
     def add_partitions(self, meta: TransactionMetadata, partitions: set[tuple[str, int]], now_ms: int) -> int:
         """Partitions (that exist: the handler checks) join the transaction, which starts if it had not."""
@@ -171,9 +180,14 @@ class TransactionCoordinator:
     def _new_pid(self) -> int:
         return self.state.allocate_producer_id()
 
-    def _rotate_pid(self, meta: TransactionMetadata) -> None:
+    def _next_epoch(self, meta: TransactionMetadata) -> None:
+        """The next epoch, or at the end of the epoch range a new producer id at epoch 0."""
+        if not meta.epoch_exhausted:
+            meta.bump_epoch()
+            return
         self.by_pid.pop(meta.producer_id, None)
-        meta.previous_producer_id, meta.producer_id, meta.producer_epoch = meta.producer_id, self._new_pid(), 0
+        meta.previous_producer_id, meta.producer_id = meta.producer_id, self._new_pid()
+        meta.producer_epoch, meta.last_epoch = 0, -1
         self.by_pid[meta.producer_id] = meta.transactional_id
 
     # --- recovery -------------------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ class TransactionMetadata:
     start_ms: int = -1
     update_ms: int = -1
     previous_producer_id: int = -1
+    last_epoch: int = -1                  # the epoch before the last bump (KIP-360 retries)
 
     def apply(self, event: Event, now_ms: int) -> int:
         """Take ``event``: NONE (moved, or a retry that changes nothing) or an error code (nothing changed)."""
@@ -118,7 +119,8 @@ class TransactionMetadata:
         return ErrorCode.NONE
 
     def bump_epoch(self) -> None:
-        """The next epoch; at the end of the epoch range, a new producer id is needed (the caller gives it)."""
+        """The next epoch (the coordinator gives a new producer id instead when the epochs are exhausted)."""
+        self.last_epoch = self.producer_epoch
         self.producer_epoch += 1
 
     @property
