@@ -56,6 +56,10 @@ def test_find_coordinator_for_transactional_ids(broker, raw):
     topics = client.call("Metadata", 9, {"topics": None, "allow_auto_topic_creation": False})["topics"]
     assert {(t["name"], t["is_internal"], len(t["partitions"])) for t in topics} == {
         ("t", False, 2), ("__transaction_state", True, 50)}
+    records = encode_records([build_batch([(b"key", b"forged state")])])
+    body = client.call("Produce", 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+        {"name": "__transaction_state", "partition_data": [{"index": 0, "records": records}]}]})
+    assert body["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 def test_add_partitions_errors_by_version(broker, raw):

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import uuid
 
-from ..config import topic_name_problem
-from ..transactions.state_log import TOPIC as TRANSACTION_STATE
+from ..config import INTERNAL_TOPICS, topic_name_problem
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID = 0, 3, 17, 100
 ZERO_UUID = uuid.UUID(int=0)
-INTERNAL_TOPICS = frozenset({TRANSACTION_STATE})
 
 
 def handle(ctx, body: dict) -> dict:

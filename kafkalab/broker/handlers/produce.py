@@ -8,12 +8,14 @@ time stamped into their batches and reported as ``log_append_time_ms``; CreateTi
 fsyncs file-backed logs, and gets NOT_ENOUGH_REPLICAS when the topic's ``min.insync.replicas`` exceeds the one
 in-sync replica there is. v13 names topics by id. Transactional batches are verified with the transaction
 coordinator (KIP-890): the partition must be in the producer's ongoing transaction (else INVALID_TXN_STATE) at
-the current epoch (else INVALID_PRODUCER_EPOCH); control batches are the coordinator's alone (INVALID_RECORD).
+the current epoch (else INVALID_PRODUCER_EPOCH); control batches are the coordinator's alone (INVALID_RECORD),
+and so are the internal topics (INVALID_TOPIC_EXCEPTION, as Kafka answers clients writing to them).
 """
 from __future__ import annotations
 
 from kafkalab.protocol import ErrorCode
 
+from ..config import INTERNAL_TOPICS
 from ..storage import Duplicate
 from ..storage.log import CONTROL, TRANSACTIONAL
 from ..validate import check_record_set, stamp_log_append_time, timestamps_within
@@ -61,6 +63,8 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict
     index = data["index"]
     if not 0 <= index < len(topic.partitions):
         return _result(index, UNKNOWN_TOPIC_OR_PARTITION)
+    if topic.name in INTERNAL_TOPICS:
+        return _result(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     partition = topic.partitions[index]
     log = partition.log
     state = ctx.state

@@ -16,10 +16,10 @@ from kafkalab.protocol import ProtocolError
 from kafkalab.protocol.payloads import decode_transaction_record, encode_payload
 from kafkalab.protocol.records import build_batch, decode_records
 
+from ..config import TRANSACTION_STATE_TOPIC as TOPIC
 from .machine import TransactionMetadata
 
 log = logging.getLogger("kafkalab.broker")
-TOPIC = "__transaction_state"
 PARTITIONS = 50                  # transaction.state.log.num.partitions
 KEY_VERSION, VALUE_VERSION = 0, 0
 
