@@ -251,3 +251,20 @@ def test_fetch_session_rules():
     assert session.changed(("t", 1), result) and not session.changed(("t", 1), result)
     assert session.changed(("t", 1), {**result, "high_watermark": 6})
     assert session.changed(("t", 1), {**result, "high_watermark": 6, "records": b"x"})
+
+
+def test_recovery_skips_state_records_that_do_not_decode(tmp_path):
+    first = BrokerState(BrokerConfig(data_dir=str(tmp_path)))
+    first.transactions.init_producer_id("good", 60000, -1, -1, 1)
+    log = first.store.partition(TOPIC, partition_for("good")).log
+    good_value = decode_records(log.read(0, 1 << 30))[0].records[0].value
+    bad_status = bytearray(good_value)
+    bad_status[2 + 8 + 2 + 4] = 99                      # transaction_status: no such state
+    garbage = [(b"\x00\x00\x00\x03bad", bytes(bad_status)), (b"\x00\x07", b"?"), (b"\x00", None)]
+    for key, value in garbage:
+        log.append(build_batch([(key, value)], base_timestamp=2).raw)
+    first.close()
+    second = BrokerState(BrokerConfig(data_dir=str(tmp_path)))
+    second.recover(now_ms=3)
+    assert list(second.transactions.txns) == ["good"]
+    second.close()

@@ -194,12 +194,7 @@ class TransactionCoordinator:
 
     def recover(self, now_ms: int) -> None:
         """Rebuild from ``__transaction_state``; finish transactions caught between Prepare* and Complete*."""
-        for transactional_id, value in self.log.load().items():
-            meta = TransactionMetadata(
-                transactional_id, value["producer_id"], value["producer_epoch"], value["transaction_timeout_ms"],
-                TxnState(value["transaction_status"]),
-                {(t["topic"], p) for t in value["transaction_partitions"] or () for p in t["partition_ids"]},
-                start_ms=value["transaction_start_timestamp_ms"], update_ms=value["transaction_last_update_timestamp_ms"])
+        for transactional_id, meta in self.log.load().items():
             self.txns[transactional_id] = meta
             self.by_pid[meta.producer_id] = transactional_id
             self.state.next_producer_id = max(self.state.next_producer_id, meta.producer_id + 1)

@@ -17,7 +17,7 @@ from kafkalab.protocol.payloads import decode_transaction_record, encode_payload
 from kafkalab.protocol.records import build_batch, decode_records
 
 from ..config import TRANSACTION_STATE_TOPIC as TOPIC
-from .machine import TransactionMetadata
+from .machine import TransactionMetadata, TxnState
 
 log = logging.getLogger("kafkalab.broker")
 PARTITIONS = 50                  # transaction.state.log.num.partitions
@@ -54,6 +54,15 @@ def encode_value(meta: TransactionMetadata) -> bytes:
         "transaction_last_update_timestamp_ms": meta.update_ms, "transaction_start_timestamp_ms": meta.start_ms})
 
 
+def decode_value(transactional_id: str, value: dict) -> TransactionMetadata:
+    """The metadata a TransactionLogValue describes; raises ValueError for a status Kafka does not define."""
+    return TransactionMetadata(
+        transactional_id, value["producer_id"], value["producer_epoch"], value["transaction_timeout_ms"],
+        TxnState(value["transaction_status"]),
+        {(t["topic"], p) for t in value["transaction_partitions"] or () for p in t["partition_ids"]},
+        start_ms=value["transaction_start_timestamp_ms"], update_ms=value["transaction_last_update_timestamp_ms"])
+
+
 class TransactionStateLog:
     """Appends state records to, and recovers them from, the ``__transaction_state`` topic of a BrokerState."""
 
@@ -68,22 +77,28 @@ class TransactionStateLog:
         batch = build_batch([(encode_key(meta.transactional_id), encode_value(meta))], base_timestamp=now_ms)
         self._topic().partitions[partition_for(meta.transactional_id)].log.append(batch.raw)
 
-    def load(self) -> dict[str, dict]:
-        """{transactional id: its last TransactionLogValue dict}, tombstones dropping an id."""
+    def load(self) -> dict[str, TransactionMetadata]:
+        """{transactional id: the metadata of its last record}, tombstones dropping an id; records that do not
+        decode are skipped with a warning."""
+        found: dict[str, TransactionMetadata] = {}
+        for index, record in self._records():
+            try:
+                decoded = decode_transaction_record(record.key, record.value)
+                transactional_id = decoded["key"]["transactional_id"]
+                meta = None if decoded["value"] is None else decode_value(transactional_id, decoded["value"])
+            except (ProtocolError, ValueError):
+                log.warning("%s-%d: skipping an undecodable record", TOPIC, index)
+                continue
+            if meta is None:
+                found.pop(transactional_id, None)
+            else:
+                found[transactional_id] = meta
+        return found
+
+    def _records(self):
         topic = self.state.store.topic(TOPIC)
-        found: dict[str, dict] = {}
         for partition in (topic.partitions if topic is not None else ()):
             stored = partition.log
             for batch in decode_records(stored.read(stored.log_start_offset, 1 << 62)):
                 for record in batch.records:
-                    try:
-                        decoded = decode_transaction_record(record.key, record.value)
-                    except ProtocolError:
-                        log.warning("%s-%d: skipping an undecodable record", TOPIC, partition.index)
-                        continue
-                    transactional_id = decoded["key"]["transactional_id"]
-                    if decoded["value"] is None:
-                        found.pop(transactional_id, None)
-                    else:
-                        found[transactional_id] = decoded["value"]
-        return found
+                    yield partition.index, record
