@@ -2,8 +2,8 @@
 who is listening for appends.
 
 Sans-IO: no sockets, no clocks, no asyncio (the adapter passes the time to :meth:`recover` and :meth:`tick`).
-The server adapter registers an append listener (to wake long
-polling fetches) and sets the advertised address once it is listening. Topic configs resolve through
+The server adapter registers an append listener (to wake long polling fetches) and sets the advertised
+address once it is listening. Topic configs resolve through
 :class:`~.configs.ConfigLayers` (topic override, dynamic broker, dynamic cluster default, static, default);
 the resolved values are cached per topic and the cache is dropped on every config or topic change.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from .config import BrokerConfig, topic_name_problem
-from .fetch_sessions import FetchSessions
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
+from .fetch_sessions import FetchSessions
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 

@@ -196,7 +196,7 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         """The first offset of the oldest open transaction, else the log end offset."""
-        return min(self.open_txns.values(), default=self.next_offset) if self.open_txns else self.next_offset
+        return min(self.open_txns.values(), default=self.next_offset)
 
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions a read of offsets [start, end) overlaps: those whose marker is at or after
