@@ -36,12 +36,13 @@ def _transaction(ctx, transactional_id, producer_id, epoch, topics, verify_only:
     if error:
         errors = dict.fromkeys(wanted, for_version(error, ctx.api_version, FENCED_SINCE))
     elif verify_only:
-        ongoing = meta.state is TxnState.ONGOING
-        errors = {tp: ErrorCode.NONE if ongoing and tp in meta.partitions else ErrorCode.INVALID_TXN_STATE for tp in wanted}
+        joined = meta.partitions if meta.state is TxnState.ONGOING else set()
+        errors = {tp: ErrorCode.NONE if tp in joined else ErrorCode.INVALID_TXN_STATE for tp in wanted}
     else:
         unknown = {tp for tp in wanted if ctx.state.store.partition(*tp) is None}
         if unknown:
-            errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+            errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else
+                      ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
         else:
             errors = dict.fromkeys(wanted, coordinator.add_partitions(meta, set(wanted), ctx.now_ms))
     return _by_topic(errors)

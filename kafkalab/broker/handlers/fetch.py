@@ -82,7 +82,8 @@ def _by_topic(results, by_id: bool) -> list[dict]:
 def _partition(topic, p: dict, by_id: bool, budget: int, first: bool, committed_only: bool) -> tuple[dict, int]:
     index = p["partition"]
     if topic is None or not 0 <= index < len(topic.partitions):
-        return _result(index, ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
+        unknown = ErrorCode.UNKNOWN_TOPIC_ID if by_id and topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return _result(index, unknown), 0
     log = topic.partitions[index].log
     offset = p["fetch_offset"]
     upto = log.last_stable_offset if committed_only else log.high_watermark
