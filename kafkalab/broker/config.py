@@ -1,4 +1,4 @@
-"""Broker settings: one frozen dataclass, and Kafka's topic-name rule.
+"""Broker settings: one frozen dataclass, Kafka's topic-name rule and the internal topics' names.
 
 Topic configs use Kafka's names (``message.timestamp.type``, ``max.message.bytes``...); their catalogue,
 defaults and synonyms live in :mod:`.configs`. ``topic_defaults`` sets static broker values, by topic config
@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 DEFAULT_CLUSTER_ID = "kafkalab-cluster-0001"   # any string; Kafka's are 22-char base64 UUIDs
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024  # socket.request.max.bytes
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({TRANSACTION_STATE_TOPIC})   # the coordinators' own: clients read them, never write
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME = 249

@@ -27,6 +27,7 @@ from .dispatch import CloseConnection, Connection, Pending
 log = logging.getLogger("kafkalab.broker")
 JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
 BACKLOG_PAUSE = 16 << 20    # bytes of queued frames at which reading from that client pauses
+TICK_SECONDS = 0.25         # how often the broker state hears the time (transaction timeouts)
 
 
 def _now_ms() -> int:
@@ -48,6 +49,7 @@ class Server:
         self.appended: asyncio.Event | None = None
         self._streams = 0
         self.address: tuple[str, int] = ("", 0)
+        self._ticker: asyncio.TimerHandle | None = None
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
@@ -58,7 +60,15 @@ class Server:
         sockname = self._server.sockets[0].getsockname()
         self.address = (sockname[0], sockname[1])
         log.info("broker %d listening on %s", self.state.node_id, _endpoint(sockname))
+        self._tick()
         return self.address
+
+    def _tick(self) -> None:
+        try:
+            self.state.tick(_now_ms())
+        except Exception:  # noqa: BLE001 - a failing timer must not stop the broker
+            log.exception("broker tick failed")
+        self._ticker = asyncio.get_running_loop().call_later(TICK_SECONDS, self._tick)
 
     def next_stream(self) -> int:
         stream, self._streams = self._streams, self._streams + 1
@@ -71,6 +81,8 @@ class Server:
             self.appended = asyncio.Event()
 
     async def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
         if self._server is not None:
             self._server.close()
         waits = [c.abort() for c in list(self.clients)]

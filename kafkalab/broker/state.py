@@ -1,7 +1,9 @@
-"""The broker's shared state, as handlers see it: config, storage, producer ids, who is listening for appends.
+"""The broker's shared state, as handlers see it: config, storage, producer ids, the transaction coordinator,
+who is listening for appends.
 
-Sans-IO: no sockets, no clocks, no asyncio. The server adapter registers an append listener (to wake long
-polling fetches) and sets the advertised address once it is listening. Topic configs resolve through
+Sans-IO: no sockets, no clocks, no asyncio (the adapter passes the time to :meth:`recover` and :meth:`tick`).
+The server adapter registers an append listener (to wake long polling fetches) and sets the advertised
+address once it is listening. Topic configs resolve through
 :class:`~.configs.ConfigLayers` (topic override, dynamic broker, dynamic cluster default, static, default);
 the resolved values are cached per topic and the cache is dropped on every config or topic change.
 """
@@ -11,7 +13,9 @@ from typing import Callable, NamedTuple
 
 from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
+from .fetch_sessions import FetchSessions
 from .storage import Store, Topic
+from .transactions import TransactionCoordinator
 
 
 class ProduceSettings(NamedTuple):
@@ -38,6 +42,16 @@ class BrokerState:
         self._produce: dict[str, ProduceSettings] = {}
         for topic in self.store.topics.values():
             self._apply_segment_bytes(topic)
+        self.transactions = TransactionCoordinator(self)
+        self.fetch_sessions = FetchSessions()
+
+    def recover(self, now_ms: int) -> None:
+        """Resume the coordinators from their logs (the adapter calls it once, with the time)."""
+        self.transactions.recover(now_ms)
+
+    def tick(self, now_ms: int) -> None:
+        """Time passes (the adapter calls it periodically): transactions past their timeout are aborted."""
+        self.transactions.expire(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------
 

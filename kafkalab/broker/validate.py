@@ -40,6 +40,7 @@ class ProducedBatch(NamedTuple):
     producer_epoch: int
     first_sequence: int
     last_sequence: int
+    attributes: int = 0
 
 
 def check_record_set(data: bytes | None, max_batch_bytes: int, mode: str = "crc") -> tuple[int, list[ProducedBatch]]:
@@ -60,7 +61,8 @@ def check_record_set(data: bytes | None, max_batch_bytes: int, mode: str = "crc"
                 crc32c_fast(memoryview(data)[b.position + 21:b.position + b.size]):
             return CORRUPT_MESSAGE, []
         pid, epoch, seq = _V2_PRODUCER.unpack_from(data, b.position + 43)
-        batches.append(ProducedBatch(pid, epoch, seq, seq + b.last_offset - b.base_offset))
+        attributes = _I16.unpack_from(data, b.position + 21)[0]
+        batches.append(ProducedBatch(pid, epoch, seq, seq + b.last_offset - b.base_offset, attributes))
     if (legacy or mode == "full") and not _decodes_cleanly(data):
         return CORRUPT_MESSAGE, []
     return NONE, batches

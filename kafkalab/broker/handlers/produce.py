@@ -6,11 +6,18 @@ old epoch -> INVALID_PRODUCER_EPOCH). Topics with ``message.timestamp.type=LogAp
 time stamped into their batches and reported as ``log_append_time_ms``; CreateTime topics with
 ``message.timestamp.before/after.max.ms`` set reject batches outside that window with INVALID_TIMESTAMP. acks=-1
 fsyncs file-backed logs, and gets NOT_ENOUGH_REPLICAS when the topic's ``min.insync.replicas`` exceeds the one
-in-sync replica there is. v13 names topics by id.
+in-sync replica there is. v13 names topics by id. Transactional batches are verified with the transaction
+coordinator (KIP-890): the partition must be in the producer's ongoing transaction (else INVALID_TXN_STATE) at
+the current epoch (else INVALID_PRODUCER_EPOCH); control batches are the coordinator's alone (INVALID_RECORD),
+and so are the internal topics (INVALID_TOPIC_EXCEPTION, as Kafka answers clients writing to them).
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ErrorCode
+
+from ..config import INTERNAL_TOPICS
 from ..storage import Duplicate
+from ..storage.log import CONTROL, TRANSACTIONAL
 from ..validate import check_record_set, stamp_log_append_time, timestamps_within
 from .base import Handler
 
@@ -56,6 +63,8 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict
     index = data["index"]
     if not 0 <= index < len(topic.partitions):
         return _result(index, UNKNOWN_TOPIC_OR_PARTITION)
+    if topic.name in INTERNAL_TOPICS:
+        return _result(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     partition = topic.partitions[index]
     log = partition.log
     state = ctx.state
@@ -70,6 +79,10 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict
             and not timestamps_within(records, ctx.now_ms, settings.before_max_ms, settings.after_max_ms):
         return _result(index, INVALID_TIMESTAMP, log_start_offset=log.log_start_offset)
     for b in batches:
+        if b.attributes & (TRANSACTIONAL | CONTROL):
+            verdict = _transactional(state, topic.name, index, b)
+            if verdict:
+                return _result(index, verdict, log_start_offset=log.log_start_offset)
         verdict = partition.producers.check(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence)
         if isinstance(verdict, Duplicate):
             return _result(index, NONE, verdict.base_offset, log_start_offset=log.log_start_offset)
@@ -86,6 +99,12 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict
         offset += b.last_sequence - b.first_sequence + 1
     touched[id(partition)] = partition
     return _result(index, NONE, base, append_time, log.log_start_offset)
+
+
+def _transactional(state, topic: str, index: int, batch) -> int:
+    if batch.attributes & CONTROL:
+        return ErrorCode.INVALID_RECORD
+    return state.transactions.verify(batch.producer_id, batch.producer_epoch, topic, index)
 
 
 HANDLER = Handler(0, 0, 13, handle)

@@ -7,7 +7,13 @@ without re-encoding: record batches (v2) get a new 16-byte head (base offset, le
 outside the CRC) in front of a read-only view of the rest, so appending copies nothing; legacy message sets go
 through the codec's ``assign_offsets``. Whole segments below the log start offset are dropped (DeleteRecords).
 Reads hand back whole stored batches, byte for byte. With one replica the high watermark is the log end
-offset; the last stable offset equals it until transactions arrive (a later issue).
+offset.
+
+Transactions (KIP-98) as the log sees them: every transactional batch opens its producer's transaction here
+(first offset remembered) unless one is open; a control batch (a commit or abort marker) closes it, and an
+abort is kept in the aborted-transaction index (producer id, first offset, marker offset) that read_committed
+Fetch answers with. The last stable offset is the first offset of the oldest open transaction, else the log
+end offset. Both are rebuilt by recovery, which indexes the stored batches the same way.
 """
 from __future__ import annotations
 
@@ -27,6 +33,10 @@ _V2_HEAD = struct.Struct(">qii")    # base offset, batch length, partition leade
 LEADER_EPOCH = 0                    # this broker has led every partition since epoch 0
 _V2_PRODUCER = struct.Struct(">qhi")  # producer id, epoch, base sequence at byte 43
 _V1_TS_AT = 18                      # a magic 1 message's timestamp
+_V2_ATTRIBUTES = struct.Struct(">h")  # at byte 21 of a v2 batch
+_V2_PRODUCER_ID = struct.Struct(">q")  # at byte 43
+TRANSACTIONAL, CONTROL = 0x10, 0x20  # v2 attribute bits
+COMMIT_MARKER = 1                   # control record type (0 = ABORT)
 
 
 class BatchEntry(NamedTuple):
@@ -47,6 +57,12 @@ def batch_max_timestamp(data, position: int, magic: int) -> int:
     return -1
 
 
+class AbortedTxn(NamedTuple):
+    producer_id: int
+    first_offset: int
+    last_offset: int           # the offset of the abort marker
+
+
 class PartitionLog:
     def __init__(self, segment_factory: Callable[[int], object], segment_bytes: int) -> None:
         self._new_segment = segment_factory
@@ -56,6 +72,8 @@ class PartitionLog:
         self._lasts: list[int] = []         # last offsets of entries, for bisect
         self.log_start_offset = 0
         self.next_offset = 0
+        self.open_txns: dict[int, int] = {}         # producer id -> first offset of its open transaction
+        self.aborted: list[AbortedTxn] = []          # in marker (last offset) order
 
     # --- construction ---------------------------------------------------------------------------------
 
@@ -125,6 +143,20 @@ class PartitionLog:
         self.entries.append(entry)
         self._lasts.append(last)
         self.next_offset = max(self.next_offset, last + 1)
+        if magic == 2:
+            attributes = _V2_ATTRIBUTES.unpack_from(data, position + 21)[0]
+            if attributes & TRANSACTIONAL:
+                self._track_transaction(data, position, size, base, attributes)
+
+    def _track_transaction(self, data, position: int, size: int, base: int, attributes: int) -> None:
+        """A transactional batch opens its producer's transaction; a marker closes it (an abort is indexed)."""
+        pid = _V2_PRODUCER_ID.unpack_from(data, position + 43)[0]
+        if not attributes & CONTROL:
+            self.open_txns.setdefault(pid, base)
+            return
+        first = self.open_txns.pop(pid, None)
+        if first is not None and _marker_type(bytes(data[position:position + size])) != COMMIT_MARKER:
+            self.aborted.append(AbortedTxn(pid, first, base))
 
     def _active_segment(self, incoming: int):
         if not self.segments or (self.segments[-1].size and self.segments[-1].size + incoming > self.segment_bytes):
@@ -163,7 +195,20 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.next_offset
+        """The first offset of the oldest open transaction, else the log end offset."""
+        return min(self.open_txns.values(), default=self.next_offset)
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions a read of offsets [start, end) overlaps: those whose marker is at or after
+        ``start`` and whose first offset is before ``end``, as read_committed Fetch reports them."""
+        found = []
+        for txn in reversed(self.aborted):
+            if txn.last_offset < start:
+                break
+            if txn.first_offset < end:
+                found.append(txn)
+        found.reverse()
+        return found
 
     def find(self, offset: int) -> int:
         """Index of the first entry whose last offset is >= ``offset``."""
@@ -239,6 +284,15 @@ def _place_v2(records: bytes, bounds, first: int) -> tuple[list, int, list]:
         placed.append((b.position, b.size, nxt, nxt + span, 2))
         nxt += span + 1
     return pieces, nxt, placed
+
+
+def _marker_type(batch: bytes) -> int:
+    """The control record type (0 abort, 1 commit) of a stored control batch; -1 when it has none."""
+    for decoded in decode_records(batch):
+        for record in decoded.records:
+            if record.control is not None:
+                return record.control.type
+    return -1
 
 
 def _records(data: bytes):
