@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kafkalab.protocol.records import DEFAULT_MAX_RECORDS
+
 DEFAULT_CLUSTER_ID = "kafkalab-cluster-0001"   # any string; Kafka's are 22-char base64 UUIDs
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024  # socket.request.max.bytes
 
@@ -42,5 +44,6 @@ class BrokerConfig:
     auto_create_topics: bool = True
     default_partitions: int = 1
     validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
+    max_records_per_batch: int = DEFAULT_MAX_RECORDS   # a batch or legacy wrapper claiming more is refused
     segment_bytes: int = 64 * 1024 * 1024
     topic_defaults: dict[str, str] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from kafkalab.protocol import ProtocolError, decode_request, encode_response
 from kafkalab.protocol.codec.layout import message_layout
 from kafkalab.protocol.schema.registry import api_spec, message_spec
 
-from .handlers import RequestContext, Wait
+from .handlers import Offload, RequestContext, Wait
 from .handlers.api_versions import advertised
 
 log = logging.getLogger("kafkalab.broker")
@@ -36,12 +36,14 @@ class CloseConnection(Exception):
 
 @dataclass
 class Pending:
-    """A request whose response is still to be built (long polling)."""
+    """A request whose response is still to be built: long polling (``wait``) or work for a worker thread
+    (``offload``)."""
     api_key: int
     api_version: int
     correlation_id: int
     entry: Any             # the request's journal entry
     wait: Wait | None = None
+    offload: Offload | None = None
 
 
 class ReceiveBuffer:
@@ -138,15 +140,26 @@ class Connection:
         entry.client_id = request.client_id
         ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
                              now_ms, self.local_host, self.local_port, self.stream)
+        return self._outcome(pending, lambda: handler.handle(ctx, request.body))
+
+    def resume(self, pending: Pending, work_result) -> bytes | Pending | None:
+        """Finish a request whose handler offloaded work, with that work's result (back on the loop)."""
+        then, pending.offload = pending.offload.then, None
+        return self._outcome(pending, lambda: then(work_result))
+
+    def _outcome(self, pending: Pending, run) -> bytes | Pending | None:
         try:
-            result = handler.handle(ctx, request.body)
+            result = run()
         except Exception:  # noqa: BLE001 - a handler bug answers this request, it does not stop the broker
-            log.exception("handler for %s v%d failed", handler_name(api_key), api_version)
-            result = error_body(api_key, api_version, UNKNOWN_SERVER_ERROR)
+            log.exception("handler for %s v%d failed", handler_name(pending.api_key), pending.api_version)
+            result = error_body(pending.api_key, pending.api_version, UNKNOWN_SERVER_ERROR)
         if result is None:
             return None
         if isinstance(result, Wait):
             pending.wait = result
+            return pending
+        if isinstance(result, Offload):
+            pending.offload = result
             return pending
         return self.respond(pending, result, self.clock())
 

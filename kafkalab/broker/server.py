@@ -186,7 +186,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
         """Wait for an append (or the deadline) to complete a long poll, answer it, then carry on with the
         frames that arrived meanwhile."""
         try:
-            answer = await self._wait(pending)
+            answer = await self._complete(pending)
         except asyncio.CancelledError:
             return
         except Exception:  # noqa: BLE001
@@ -194,8 +194,21 @@ class ClientProtocol(asyncio.BufferedProtocol):
             self.transport.close()
             return
         self.waiting = None
-        self._write([answer])
+        if answer is not None:
+            self._write([answer])
         self._drain()
+
+    async def _complete(self, pending: Pending) -> bytes | None:
+        """Offloaded work runs in the loop's executor (the loop keeps serving other clients meanwhile); what
+        it leads to may be an answer, nothing (acks=0), or a long poll."""
+        answer = pending
+        while isinstance(answer, Pending):
+            if answer.offload is not None:
+                result = await asyncio.get_running_loop().run_in_executor(None, answer.offload.work)
+                answer = self.conn.resume(answer, result)
+            else:
+                answer = await self._wait(answer)
+        return answer
 
     async def _wait(self, pending: Pending) -> bytes:
         loop = asyncio.get_running_loop()

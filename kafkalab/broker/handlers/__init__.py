@@ -11,7 +11,7 @@ from . import (alter_configs, api_versions, create_partitions, create_topics, de
                describe_cluster, describe_configs, describe_log_dirs, describe_topic_partitions, fetch,
                find_coordinator, get_telemetry_subscriptions, incremental_alter_configs, init_producer_id, list_offsets,
                metadata, offset_commit, offset_fetch, offset_for_leader_epoch, produce, push_telemetry)
-from .base import Handler, RequestContext, Wait
+from .base import Handler, Offload, RequestContext, Wait
 
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, find_coordinator, api_versions,
            create_topics, delete_topics, delete_records, init_producer_id, offset_for_leader_epoch,
@@ -30,4 +30,4 @@ def build_registry(modules=MODULES) -> dict[int, Handler]:
 
 REGISTRY = build_registry()
 
-__all__ = ["Handler", "RequestContext", "Wait", "REGISTRY", "MODULES", "build_registry"]
+__all__ = ["Handler", "Offload", "RequestContext", "Wait", "REGISTRY", "MODULES", "build_registry"]

@@ -19,6 +19,7 @@ from typing import Callable, NamedTuple
 import crc32c
 
 from kafkalab.protocol.records import assign_offsets, decode_records, iter_batches
+from kafkalab.protocol.records.batch import header_problem
 
 from .segment import FileSegment, MemorySegment
 
@@ -27,6 +28,10 @@ _V2_HEAD = struct.Struct(">qii")    # base offset, batch length, partition leade
 LEADER_EPOCH = 0                    # this broker has led every partition since epoch 0
 _V2_PRODUCER = struct.Struct(">qhi")  # producer id, epoch, base sequence at byte 43
 _V1_TS_AT = 18                      # a magic 1 message's timestamp
+
+
+class InvalidBatch(ValueError):
+    """A record set whose headers make no sense reached the log (the broker's gate should have refused it)."""
 
 
 class BatchEntry(NamedTuple):
@@ -96,20 +101,21 @@ class PartitionLog:
 
     # --- writing --------------------------------------------------------------------------------------
 
-    def append(self, records: bytes) -> int:
+    def append(self, records: bytes, counts: list[int] | None = None) -> int:
         """Store a validated record set at the end of the log; returns its base offset.
 
         Record batches (v2) get their offsets and the partition leader epoch written into the 16 bytes before
         the magic byte, which the CRC does not cover: what is stored is those new headers and read-only views
-        of the rest of the received batches (nothing copied). Legacy message sets go through the codec's
-        ``assign_offsets``."""
+        of the rest of the received batches (nothing copied). A v2 header whose offset range is not its record
+        count raises :class:`InvalidBatch` (the log end offset never moves back or leaps). Legacy message sets
+        go through the codec's ``assign_offsets`` (``counts``: records per entry, when the caller counted)."""
         base = self.next_offset
         bounds = list(iter_batches(records))
         if bounds and all(b.magic == 2 and not b.partial for b in bounds):
             pieces, next_offset, placed = _place_v2(records, bounds, base)
             data = records       # the same bytes from byte 16 of each batch on (max timestamp, producer...)
         else:
-            data, next_offset = assign_offsets(records, base)
+            data, next_offset = assign_offsets(records, base, counts)
             pieces = data
             placed = [(b.position, b.size, b.base_offset, b.last_offset, b.magic) for b in iter_batches(data)]
         segment = self._active_segment(len(records) if pieces is not data else len(data))
@@ -233,6 +239,9 @@ def _place_v2(records: bytes, bounds, first: int) -> tuple[list, int, list]:
     view = memoryview(bytes(records)).toreadonly()
     pieces, placed, nxt = [], [], first
     for b in bounds:
+        problem = header_problem(view, b.position, b.size)
+        if problem:
+            raise InvalidBatch(f"batch at byte {b.position}: {problem}")
         span = b.last_offset - b.base_offset
         pieces.append(_V2_HEAD.pack(nxt, b.size - 12, LEADER_EPOCH))
         pieces.append(view[b.position + 16:b.position + b.size])

@@ -42,6 +42,34 @@ MIN_RECORD_SIZE = 7
 CODEC_MASK, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, CONTROL_BIT, DELETE_HORIZON_BIT = 0x07, 0x08, 0x10, 0x20, 0x40
 
 
+def header_problem(buf, pos: int, size: int, *, max_records: int | None = None) -> str | None:
+    """Why the v2 batch header at ``buf[pos:pos + size]`` cannot be stored, or None. These are the fields a
+    CRC cannot vouch for (the base offset, length and magic sit before the CRC'd span; a correct CRC over
+    nonsense proves nothing), checked as Kafka's LogValidator.validateBatch does: the offset range
+    ``last_offset_delta + 1`` must be positive and equal the record count, and the count must fit the bytes
+    (uncompressed) or ``max_records`` (compressed: known before inflating)."""
+    if size < HEADER_SIZE:
+        return f"batch of {size} bytes is shorter than the {HEADER_SIZE}-byte v2 header"
+    head = HEADER.unpack_from(buf, pos)
+    length, magic, attrs, last_delta, count = head[1], head[3], head[5], head[6], head[12]
+    if magic != 2:
+        return f"magic {magic} in a v2 batch"
+    if length != size - 12:
+        return f"batch length {length} does not match its {size - 12} bytes"
+    if last_delta < 0:
+        return f"last offset delta {last_delta} gives an empty or negative offset range"
+    if count != last_delta + 1:
+        return f"record count {count} differs from the offset range {last_delta + 1} (last offset delta)"
+    codec_id = attrs & CODEC_MASK
+    if codec_id > 4:
+        return f"unknown compression codec {codec_id}"
+    if codec_id == 0 and count * MIN_RECORD_SIZE > size - HEADER_SIZE:
+        return f"record count {count} cannot fit in {size - HEADER_SIZE} bytes"
+    if max_records is not None and count > max_records:
+        return f"record count {count} exceeds the limit of {max_records} records per batch"
+    return None
+
+
 def record_timestamp(log_append_time: bool, base_timestamp: int, max_timestamp: int, delta: int) -> int:
     """KIP-32: in a LOG_APPEND_TIME batch every record's timestamp is the broker's append time, which the
     broker stores as max_timestamp (the per-record deltas stay as the producer wrote them)."""

@@ -111,6 +111,51 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     return with_raw(msg, raw)
 
 
+def validate(buf, pos: int, end: int, *, max_inflated: int, max_records: int) -> tuple[str | None, int]:
+    """(problem or None, record count) of the message at ``buf[pos:end]``, checked the way a broker must
+    before storing it, without building a single record: framing, magic, its CRC and, for a compressed
+    wrapper, the CRC, magic and framing of every inner message (which the outer CRC does not vouch for: it
+    was computed over the compressed bytes). Inflation is capped by ``max_inflated`` and the walk stops past
+    ``max_records`` messages, so a small wrapper of a million tiny messages costs one capped inflate."""
+    offset, size, crc, magic, attrs = _HEAD.unpack_from(buf, pos)
+    if magic not in (0, 1) or size < MIN_MESSAGE_SIZE[magic] or size != end - pos - 12:
+        return f"message of magic {magic} and size {size} is malformed", 0
+    if zlib.crc32(memoryview(buf)[pos + 16:end]) != crc:
+        return "message CRC mismatch", 0
+    codec_id = attrs & CODEC_MASK
+    if codec_id == Codec.NONE:
+        return None, 1
+    try:
+        key, k_end = read_int32_bytes(buf, pos + 18 + (8 if magic == 1 else 0), end)
+        value, v_end = read_int32_bytes(buf, k_end, end)
+        if value is None or v_end != end:
+            return "compressed message without a value or with trailing bytes", 0
+        inflated, _ = decompress(codec_id, value, magic=magic, limit=max_inflated)
+    except DecodeError as exc:
+        return f"compressed message: {exc.reason}", 0
+    return _validate_inner(inflated, magic, max_records)
+
+
+def _validate_inner(buf: bytes, magic: int, max_records: int) -> tuple[str | None, int]:
+    pos, end, count = 0, len(buf), 0
+    while pos < end:
+        if end - pos < 12 + MIN_MESSAGE_SIZE[0]:
+            return f"inner message set truncated at byte {pos}", count
+        _, size, crc, inner_magic, attrs = _HEAD.unpack_from(buf, pos)
+        stop = pos + 12 + size
+        if inner_magic != magic or size < MIN_MESSAGE_SIZE[magic] or stop > end:
+            return f"inner message {count} is malformed (magic {inner_magic}, size {size})", count
+        if attrs & CODEC_MASK:
+            return f"inner message {count} is compressed again (compression does not nest)", count
+        if zlib.crc32(buf[pos + 16:stop]) != crc:
+            return f"inner message {count} fails its CRC", count
+        count += 1
+        if count > max_records:
+            return f"more than {max_records} messages in one compressed wrapper", count
+        pos = stop
+    return (None, count) if count else ("compressed message holds no messages", 0)
+
+
 def _trace_int32_bytes(tr: Trace, name: str, start: int, end: int, value) -> None:
     tr.leaf(f"{name}_length", "int32", start, start + 4, -1 if value is None else end - start - 4)
     tr.leaf(name, "bytes", start + 4, end, value)

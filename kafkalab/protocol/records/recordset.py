@@ -182,18 +182,19 @@ def iter_batches(data: bytes | bytearray | memoryview) -> Iterator[BatchBounds]:
         pos += LOG_OVERHEAD + length
 
 
-def assign_offsets(data: bytes | bytearray, first_offset: int) -> tuple[bytes, int]:
+def assign_offsets(data: bytes | bytearray, first_offset: int, counts: list[int] | None = None) -> tuple[bytes, int]:
     """What a broker does on append: give the entries consecutive offsets from ``first_offset``.
 
     v2 batches and magic 1 wrappers are patched in place (their offsets sit outside the CRC and, for magic 1
     wrappers, inner offsets are relative - KIP-31). Uncompressed legacy messages likewise. A magic 0 wrapper
     keeps absolute offsets inside the compressed payload, so it is rebuilt (as the broker recompresses it).
-    Returns (new bytes, next offset).
+    ``counts`` (records per entry, as a validating caller counted them) saves inflating magic 1 wrappers
+    again. Returns (new bytes, next offset).
     """
     out = bytearray(data)
     pieces: list[bytes] = []
     nxt = first_offset
-    for b in iter_batches(out):
+    for i, b in enumerate(iter_batches(out)):
         chunk = out[b.position:b.position + b.size]
         if b.partial:
             pieces.append(bytes(chunk))
@@ -202,7 +203,7 @@ def assign_offsets(data: bytes | bytearray, first_offset: int) -> tuple[bytes, i
             struct.pack_into(">q", chunk, 0, nxt)
             nxt += b.last_offset - b.base_offset + 1
         elif b.record_count == 1 or b.magic == 1:
-            count = b.record_count or _wrapper_count(chunk)
+            count = b.record_count or (counts[i] if counts else _wrapper_count(chunk))
             struct.pack_into(">q", chunk, 0, nxt + count - 1)
             nxt += count
         else:
