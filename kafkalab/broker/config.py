@@ -41,6 +41,9 @@ class BrokerConfig:
     journal_size: int = 10_000                 # frames kept in the journal ring
     journal_bytes: int = 64 * 1024 * 1024      # raw bytes kept in the journal ring
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
+    queued_max_request_bytes: int = 256 * 1024 * 1024   # request bytes in flight, all connections (<= 0: no cap)
+    connections_max_idle_ms: int = 600_000     # a connection silent this long is closed (Kafka's default)
+    request_receive_timeout_ms: int = 30_000   # a request must arrive whole within this (slowloris)
     auto_create_topics: bool = True
     default_partitions: int = 1
     validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
