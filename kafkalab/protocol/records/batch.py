@@ -21,6 +21,7 @@ import crc32c
 from ..errors import DecodeError, EncodeError
 from .compression import Codec, codec_name, compress, decompress
 from .control import decode_control, encode_control
+from .limits import BUDGET_EXCEEDED, Budget
 from .model import TIMESTAMP_TYPES, Record, RecordBatch, with_raw
 from .primitives import (read_varint, read_varint_bytes, read_varlong, write_varint, write_varint_bytes,
                          write_varlong)
@@ -76,8 +77,13 @@ def record_timestamp(log_append_time: bool, base_timestamp: int, max_timestamp: 
     return max_timestamp if log_append_time else base_timestamp + delta
 
 
-def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = None) -> RecordBatch:
-    """The batch in ``buf[pos:end]`` (``end`` = pos + 12 + batch_length, already known to be in ``buf``)."""
+def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = None,
+           budget: Budget | None = None) -> RecordBatch:
+    """The batch in ``buf[pos:end]`` (``end`` = pos + 12 + batch_length, already known to be in ``buf``).
+    ``budget`` (shared by the batches of a record set or frame) caps records and inflated bytes; a batch
+    claiming more records than it allows is not decoded and says so ("budget exceeded")."""
+    if budget is None:
+        budget = Budget(max_inflated=max_inflated)
     raw = bytes(buf[pos:end])
     if end - pos < HEADER_SIZE:
         base_offset, length = struct.unpack_from(">qi", buf, pos)
@@ -95,8 +101,12 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     if computed != crc:
         diags.append(f"CRC mismatch: expected 0x{crc:08x}, computed 0x{computed:08x}")
     codec_id = attrs & CODEC_MASK
-    if tr is None and (codec_id != Codec.NONE or 0 <= count * MIN_RECORD_SIZE <= end - pos - HEADER_SIZE):
-        return _lazy_batch(head, computed, raw, max_inflated, diags)
+    fits = codec_id != Codec.NONE or 0 <= count * MIN_RECORD_SIZE <= end - pos - HEADER_SIZE
+    over = budget.records_problem(count) if count > 0 and fits else None     # (else: bounded by its bytes)
+    if over:
+        diags.append(over)
+    elif tr is None and fits:
+        return _lazy_batch(head, computed, raw, budget, diags)
     if tr is not None:
         p = pos
         for (name, wire_type, size), value in zip(HEADER_FIELDS, head):
@@ -105,7 +115,12 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     log_append = bool(attrs & TIMESTAMP_TYPE_BIT)
     control = bool(attrs & CONTROL_BIT)
     records: list[Record] = []
-    rbuf, rpos, rend, rtr = _records_region(buf, pos, end, codec_id, max_inflated, tr, diags)
+    rbuf, rpos, rend, rtr = None, 0, 0, None
+    if over:
+        if tr is not None:
+            tr.rest("records", pos + HEADER_SIZE, end, over)
+    else:
+        rbuf, rpos, rend, rtr = _records_region(buf, pos, end, codec_id, budget, tr, diags)
     if rbuf is not None:
         ctx = (base_offset, base_ts, max_ts, log_append, control)
         _decode_records(rbuf, rpos, rend, count, ctx, records, diags, rtr, tr.path if tr is not None else "")
@@ -121,7 +136,7 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     return with_raw(batch, raw)
 
 
-def _lazy_batch(head: tuple, computed: int, raw: bytes, max_inflated: int, diags: list[str]) -> RecordBatch:
+def _lazy_batch(head: tuple, computed: int, raw: bytes, budget: Budget, diags: list[str]) -> RecordBatch:
     """The batch with its header checked and its records left undecoded until first accessed: most readers
     of a capture want counts, offsets and CRCs, not every record (see ``RecordBatch.__getattr__``)."""
     (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, count) = head
@@ -133,17 +148,17 @@ def _lazy_batch(head: tuple, computed: int, raw: bytes, max_inflated: int, diags
     object.__delattr__(batch, "records")
     object.__delattr__(batch, "diagnostics")
     object.__setattr__(batch, "raw", raw)
-    object.__setattr__(batch, "_lazy", (_decode_later, max_inflated, tuple(diags)))
+    object.__setattr__(batch, "_lazy", (_decode_later, budget, tuple(diags)))
     return batch
 
 
-def _decode_later(batch: RecordBatch, max_inflated: int, eager: tuple[str, ...]):
+def _decode_later(batch: RecordBatch, budget: Budget, eager: tuple[str, ...]):
     """(records, diagnostics) of a lazily decoded batch: exactly what :func:`decode` would have produced."""
     raw = batch.raw
     attrs = batch.attributes
     diags = list(eager)
     records: list[Record] = []
-    rbuf, rpos, rend, _ = _records_region(raw, 0, len(raw), attrs & CODEC_MASK, max_inflated, None, diags)
+    rbuf, rpos, rend, _ = _records_region(raw, 0, len(raw), attrs & CODEC_MASK, budget, None, diags)
     if rbuf is not None:
         ctx = (batch.base_offset, batch.base_timestamp, batch.max_timestamp, bool(attrs & TIMESTAMP_TYPE_BIT),
                bool(attrs & CONTROL_BIT))
@@ -151,8 +166,9 @@ def _decode_later(batch: RecordBatch, max_inflated: int, eager: tuple[str, ...])
     return tuple(records), tuple(diags)
 
 
-def _records_region(buf, pos, end, codec_id, max_inflated, tr, diags):
-    """(buffer, start, end, trace) of the record bytes: the batch tail itself, or its inflated form."""
+def _records_region(buf, pos, end, codec_id, budget: Budget, tr, diags):
+    """(buffer, start, end, trace) of the record bytes: the batch tail itself, or its inflated form (within
+    what the budget still allows)."""
     start = pos + HEADER_SIZE
     if codec_id == Codec.NONE:
         return buf, start, end, tr
@@ -160,13 +176,14 @@ def _records_region(buf, pos, end, codec_id, max_inflated, tr, diags):
     if dtr is not None:
         dtr.end(end)
     try:
-        inflated, notes = decompress(codec_id, buf[start:end], magic=2, limit=max_inflated)
+        inflated, notes = decompress(codec_id, buf[start:end], magic=2, limit=budget.inflate_limit())
     except DecodeError as exc:
         message = f"malformed: {codec_name(codec_id)} decompression failed: {exc.reason}"
         diags.append(message)
         if dtr is not None:
             dtr.note(message)
         return None, 0, 0, None
+    budget.spend_inflated(len(inflated))
     diags.extend(notes)
     if dtr is None:
         return inflated, 0, len(inflated), None
@@ -252,6 +269,12 @@ def _decode_records_general(buf, pos, end, count, ctx, records, diags, tr, batch
         tr = tr.child("records", "records", pos, path=f"{batch_path}.records")
     i = len(records)
     while i < count and pos < end:
+        if tr is not None and tr.exhausted():
+            message = f"{BUDGET_EXCEEDED}: tree node limit reached, records {i}.. not annotated"
+            diags.append(message)
+            tr.rest("unannotated", pos, end, message)
+            tr.end(end)
+            return
         rtr = tr.child(f"records[{i}]", "record", pos, path=f"{tr.path}[{i}]") if tr is not None else None
         try:
             record, new_pos = _decode_record(buf, pos, end, ctx, diags, rtr)

@@ -13,6 +13,7 @@ import zlib
 
 from ..errors import DecodeError, EncodeError
 from .compression import Codec, codec_name, compress, decompress
+from .limits import BUDGET_EXCEEDED, Budget
 from .model import TIMESTAMP_TYPES, LegacyMessage, Record, with_raw
 from .primitives import read_int32_bytes, write_int32_bytes
 from .tracing import Trace
@@ -42,8 +43,11 @@ def inner_timestamp(wrapper_log_append: bool, wrapper_timestamp: int | None, own
 
 
 def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = None,
-           nested: bool = False) -> LegacyMessage:
-    """The message in ``buf[pos:end]``; ``end`` = pos + 12 + message_size lies inside ``buf``."""
+           nested: bool = False, budget: Budget | None = None) -> LegacyMessage:
+    """The message in ``buf[pos:end]``; ``end`` = pos + 12 + message_size lies inside ``buf``. ``budget``
+    (shared by a record set or frame) caps inflated bytes and the messages a wrapper may hold."""
+    if budget is None:
+        budget = Budget(max_inflated=max_inflated)
     raw = bytes(buf[pos:end])
     offset, size, crc, magic, attrs = _HEAD.unpack_from(buf, pos)
     diags: list[str] = []
@@ -94,8 +98,7 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
                 tr.leaf("value", "bytes", k_end + 4, v_end, value)
             records = (Record(key=key, value=value, timestamp=timestamp, offset=offset, attributes=attrs),)
         else:
-            inner = _decode_wrapped(buf, k_end + 4, v_end, value, codec_id, magic, max_inflated, nested,
-                                    diags, tr)
+            inner = _decode_wrapped(buf, k_end + 4, v_end, value, codec_id, magic, budget, nested, diags, tr)
             records = _wrapped_records(magic, offset, log_append, timestamp, inner)
         if v_end < end:
             message = f"malformed: {end - v_end} bytes after the message value"
@@ -161,7 +164,7 @@ def _trace_int32_bytes(tr: Trace, name: str, start: int, end: int, value) -> Non
     tr.leaf(name, "bytes", start + 4, end, value)
 
 
-def _decode_wrapped(buf, start, end, value, codec_id, magic, max_inflated, nested, diags, tr):
+def _decode_wrapped(buf, start, end, value, codec_id, magic, budget: Budget, nested, diags, tr):
     """Inflate a wrapper's value and decode the message set inside (one level deep only)."""
     dtr = tr.child("deflated", "compressed", start) if tr is not None else None
     if dtr is not None:
@@ -173,7 +176,8 @@ def _decode_wrapped(buf, start, end, value, codec_id, magic, max_inflated, neste
         problem = "malformed: compressed message without a value"
     if problem is None:
         try:
-            inflated, notes = decompress(codec_id, value, magic=magic, limit=max_inflated)
+            inflated, notes = decompress(codec_id, value, magic=magic, limit=budget.inflate_limit())
+            budget.spend_inflated(len(inflated))
         except DecodeError as exc:
             problem = f"malformed: {codec_name(codec_id)} decompression failed: {exc.reason}"
     if problem is not None:
@@ -186,13 +190,23 @@ def _decode_wrapped(buf, start, end, value, codec_id, magic, max_inflated, neste
     if dtr is not None:
         dtr.node.diagnostics.extend(notes)
         itr = dtr.inflated(inflated, codec_name(codec_id), start, end)
-    return tuple(decode_inner_set(inflated, magic, max_inflated, diags, itr, tr.path if tr else ""))
+    return tuple(decode_inner_set(inflated, magic, budget, diags, itr, tr.path if tr else ""))
 
 
-def decode_inner_set(buf, magic: int, max_inflated: int, diags: list[str], tr: Trace | None, path: str):
-    """The messages inside a wrapper; a cut-off tail here is data corruption, not a Fetch boundary."""
+def decode_inner_set(buf, magic: int, budget: Budget, diags: list[str], tr: Trace | None, path: str):
+    """The messages inside a wrapper; a cut-off tail here is data corruption, not a Fetch boundary. Past the
+    budget's record or node limits the rest is reported, not decoded."""
     pos, end, i = 0, len(buf), 0
     while pos < end:
+        over = budget.records_problem(1) if i < budget.max_records else \
+            f"{BUDGET_EXCEEDED}: more than {budget.max_records} messages in one wrapper"
+        if over is None and tr is not None and tr.exhausted():
+            over = f"{BUDGET_EXCEEDED}: tree node limit reached, inner messages {i}.. not annotated"
+        if over:
+            diags.append(over)
+            if tr is not None:
+                tr.rest("undecoded", pos, end, over)
+            return
         mpath = f"{path}.inner[{i}]"
         mtr = tr.child(f"inner[{i}]", "message", pos, path=mpath) if tr is not None else None
         size = struct.unpack_from(">i", buf, pos + 8)[0] if end - pos >= 17 else None
@@ -211,7 +225,8 @@ def decode_inner_set(buf, magic: int, max_inflated: int, diags: list[str], tr: T
                 mtr.rest("unparsed", pos, end, message)
                 mtr.end(end)
             return
-        msg = decode(buf, pos, pos + 12 + size, max_inflated=max_inflated, tr=mtr, nested=True)
+        msg = decode(buf, pos, pos + 12 + size, max_inflated=budget.max_inflated, tr=mtr, nested=True,
+                     budget=budget)
         diags.extend(f"inner[{i}]: {d}" for d in msg.diagnostics)
         if mtr is not None:
             mtr.end(pos + 12 + size)

@@ -7,7 +7,8 @@ inflate cap (``DEFAULT_MAX_INFLATED`` in :mod:`.compression`), decoding honours:
 * ``DEFAULT_MAX_RECORDS``: records one batch (or legacy wrapper) may hold; a batch claiming more is not
   inflated and gets a "budget exceeded" diagnostic;
 * a :class:`Budget` shared by every batch of a record set, or of a whole frame: inflated bytes and records
-  in all, so sixteen batches of 127 MiB each cannot add up to gigabytes.
+  in all, so sixteen batches of 127 MiB each cannot add up to gigabytes, and tree nodes (a traced record
+  is about ten nodes): past the node budget the rest is one leaf saying "budget exceeded".
 
 The broker's gate applies the per-batch record cap too (``max_records_per_batch``).
 """
@@ -20,6 +21,7 @@ from .compression import DEFAULT_MAX_INFLATED
 DEFAULT_MAX_RECORDS = 1 << 18                  # records per batch
 DEFAULT_FRAME_INFLATED = 2 * DEFAULT_MAX_INFLATED   # inflated bytes per record set / frame
 DEFAULT_FRAME_RECORDS = 1 << 20                # records per record set / frame
+DEFAULT_MAX_NODES = 250_000                    # tree nodes per traced record set / frame
 BUDGET_EXCEEDED = "budget exceeded"
 
 
@@ -31,6 +33,7 @@ class Budget:
     records: int = DEFAULT_FRAME_RECORDS
     max_inflated: int = DEFAULT_MAX_INFLATED
     max_records: int = DEFAULT_MAX_RECORDS
+    nodes: int = DEFAULT_MAX_NODES
 
     def inflate_limit(self) -> int:
         """The inflate cap for the next batch: its own cap or what is left in all, whichever is smaller."""

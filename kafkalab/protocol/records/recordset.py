@@ -16,6 +16,7 @@ from . import batch as v2
 from . import legacy
 from .build import from_dict
 from .compression import DEFAULT_MAX_INFLATED
+from .limits import BUDGET_EXCEEDED, Budget
 from .model import LegacyMessage, RecordBatch, with_raw
 from .tracing import Trace
 
@@ -24,25 +25,33 @@ LOG_OVERHEAD = 12  # offset + length
 _MAGIC_AT = 16
 
 
-def decode_records(data: bytes | memoryview, *, max_inflated: int = DEFAULT_MAX_INFLATED
-                   ) -> list[RecordBatch | LegacyMessage]:
-    """Every batch/message in ``data``; never raises on data problems (see ``diagnostics``/``partial``)."""
-    return _walk(data, max_inflated, None)
+def decode_records(data: bytes | memoryview, *, max_inflated: int = DEFAULT_MAX_INFLATED,
+                   budget: Budget | None = None) -> list[RecordBatch | LegacyMessage]:
+    """Every batch/message in ``data``; never raises on data problems (see ``diagnostics``/``partial``).
+    ``budget`` (default: a fresh one per call, see :mod:`.limits`) caps what all batches may cost together;
+    pass one budget to several calls to cap a whole frame."""
+    return _walk(data, budget or Budget(max_inflated=max_inflated), None)
 
 
 def trace_records(data: bytes | memoryview, parent: FieldNode, base: int, path: str, *,
-                  max_inflated: int = DEFAULT_MAX_INFLATED) -> None:
-    """Append one node per batch to ``parent`` (paths ``{path}[i]...``; offsets shifted by ``base``)."""
-    _walk(data, max_inflated, Trace(parent, path, base))
+                  max_inflated: int = DEFAULT_MAX_INFLATED, budget: Budget | None = None) -> None:
+    """Append one node per batch to ``parent`` (paths ``{path}[i]...``; offsets shifted by ``base``); past
+    the budget's node limit the rest is one "budget exceeded" leaf."""
+    budget = budget or Budget(max_inflated=max_inflated)
+    _walk(data, budget, Trace(parent, path, base, budget))
 
 
-def _walk(data, max_inflated: int, tr: Trace | None) -> list[RecordBatch | LegacyMessage]:
+def _walk(data, budget: Budget, tr: Trace | None) -> list[RecordBatch | LegacyMessage]:
     buf = data if isinstance(data, (bytes, bytearray)) else memoryview(data).cast("B")
     out: list[RecordBatch | LegacyMessage] = []
     pos, end, i = 0, len(buf), 0
     while pos < end:
+        if tr is not None and tr.exhausted():
+            tr.rest("unannotated", pos, end, f"{BUDGET_EXCEEDED}: tree node limit reached, batches {i}.. "
+                                             "not annotated")
+            break
         btr = tr.child(f"[{i}]", "record_batch", pos, path=f"{tr.path}[{i}]") if tr is not None else None
-        entry, size = _entry(buf, pos, end, max_inflated, btr)
+        entry, size = _entry(buf, pos, end, budget, btr)
         if btr is not None:
             btr.node.name = "message" if isinstance(entry, LegacyMessage) else "record_batch"
             btr.node.wire_type = btr.node.name
@@ -53,7 +62,7 @@ def _walk(data, max_inflated: int, tr: Trace | None) -> list[RecordBatch | Legac
     return out
 
 
-def _entry(buf, pos: int, end: int, max_inflated: int, tr: Trace | None):
+def _entry(buf, pos: int, end: int, budget: Budget, tr: Trace | None):
     """(object, bytes consumed) for the entry at ``pos``."""
     left = end - pos
     if left < LOG_OVERHEAD:
@@ -73,9 +82,9 @@ def _entry(buf, pos: int, end: int, max_inflated: int, tr: Trace | None):
     stop = pos + LOG_OVERHEAD + length
     magic = buf[pos + _MAGIC_AT]
     if magic == 2:
-        return v2.decode(buf, pos, stop, max_inflated=max_inflated, tr=tr), stop - pos
+        return v2.decode(buf, pos, stop, max_inflated=budget.max_inflated, tr=tr, budget=budget), stop - pos
     if magic in (0, 1):
-        return legacy.decode(buf, pos, stop, max_inflated=max_inflated, tr=tr), stop - pos
+        return legacy.decode(buf, pos, stop, max_inflated=budget.max_inflated, tr=tr, budget=budget), stop - pos
     message = f"malformed: unknown magic {magic}"
     if tr is not None:
         tr.leaf("base_offset", "int64", pos, pos + 8, offset)
