@@ -12,16 +12,18 @@ offset; the last stable offset equals it until transactions arrive (a later issu
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import struct
 from typing import Callable, NamedTuple
 
-import crc32c
-
 from kafkalab.protocol.records import assign_offsets, decode_records, iter_batches
 from kafkalab.protocol.records.batch import header_problem
 
+from .recovery import scan_segment
 from .segment import FileSegment, MemorySegment
+
+logger = logging.getLogger("kafkalab.broker")
 
 _V2_MAX_TS = struct.Struct(">q")    # at byte 35 of a v2 batch
 _V2_HEAD = struct.Struct(">qii")    # base offset, batch length, partition leader epoch: the bytes before magic
@@ -85,15 +87,22 @@ class PartitionLog:
         return log
 
     def _recover_segment(self, segment) -> None:
+        """Index every batch of ``segment`` that proves intact (:mod:`.recovery`); damaged stretches between
+        them are skipped (copied to ``<segment>.damaged`` for inspection) and a torn tail is cut off. Every
+        byte not kept is logged with the reason."""
         data = segment.read(0, segment.size)
-        good = 0
-        for b in iter_batches(data):
-            if b.partial or not _crc_ok(data, b.position, b.size, b.magic):
-                break
-            self._index(segment, data, b.position, b.size, b.base_offset, b.last_offset, b.magic)
-            good = b.position + b.size
-        if good < segment.size:
-            segment.truncate(good)     # a torn or corrupt tail: nothing after it was acknowledged durably
+        scan = scan_segment(data, self.next_offset - 1)
+        for k in scan.kept:
+            self._index(segment, data, k.position, k.size, k.base_offset, k.last_offset, k.magic)
+        for d in scan.damaged:
+            logger.error("recovery of %s: bytes %d..%d skipped (%s); copied to %s.damaged", segment.path,
+                         d.start, d.end, d.reason, segment.path)
+            _quarantine(segment.path, d.start, data[d.start:d.end])
+        if scan.tail < segment.size:
+            logger.warning("recovery of %s: cutting %d bytes after byte %d (a torn or unprovable tail); copied "
+                           "to %s.damaged", segment.path, segment.size - scan.tail, scan.tail, segment.path)
+            _quarantine(segment.path, scan.tail, data[scan.tail:])
+            segment.truncate(scan.tail)
         if segment.size or not self.segments:
             self.segments.append(segment)
         else:
@@ -255,9 +264,7 @@ def _records(data: bytes):
         yield from batch.records
 
 
-def _crc_ok(data, position: int, size: int, magic: int) -> bool:
-    """Recovery check of one stored entry (v2: CRC-32C from the attributes on; legacy: trusted)."""
-    if magic != 2:
-        return magic in (0, 1)
-    crc = struct.unpack_from(">I", data, position + 17)[0]
-    return crc32c.crc32c(memoryview(data)[position + 21:position + size]) == crc
+def _quarantine(path: str, position: int, damaged: bytes) -> None:
+    """Keep damaged bytes next to the segment (a 12-byte header: position, length), for a human to look at."""
+    with open(path + ".damaged", "ab") as f:
+        f.write(struct.pack(">qi", position, len(damaged)) + damaged)
