@@ -46,7 +46,10 @@ class BrokerConfig:
     request_receive_timeout_ms: int = 30_000   # a request must arrive whole within this (slowloris)
     auto_create_topics: bool = True
     default_partitions: int = 1
+    max_partitions_per_topic: int = 1000       # CreateTopics/CreatePartitions asking for more: INVALID_PARTITIONS
+    max_auto_created_topics_per_request: int = 100     # a Metadata request creates at most this many topics
     validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
     max_records_per_batch: int = DEFAULT_MAX_RECORDS   # a batch or legacy wrapper claiming more is refused
     segment_bytes: int = 64 * 1024 * 1024
+    max_open_segment_files: int = 256          # segment files held open at once (least recently used closed)
     topic_defaults: dict[str, str] = field(default_factory=dict)

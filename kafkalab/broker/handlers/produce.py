@@ -17,6 +17,7 @@ from ..validate import (CORRUPT_MESSAGE, INVALID_RECORD, Checked, check_record_s
 from .base import Handler, Offload
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, INVALID_TIMESTAMP, UNKNOWN_TOPIC_ID = 0, 3, 19, 32, 100
+KAFKA_STORAGE_ERROR = 56
 IN_SYNC_REPLICAS = 1
 
 
@@ -112,7 +113,10 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int, verdict
     if settings.log_append_time:
         append_time = ctx.now_ms
         records = stamp_log_append_time(records, append_time)
-    base = log.append(records, counts)
+    try:
+        base = log.append(records, counts)
+    except OSError as exc:                 # out of disk or descriptors: this partition fails, the rest go on
+        return _result(index, KAFKA_STORAGE_ERROR, log_start_offset=log.log_start_offset, message=str(exc))
     offset = base
     for b in batches:
         partition.producers.record(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence, offset)

@@ -21,7 +21,7 @@ from kafkalab.protocol.records import assign_offsets, decode_records, iter_batch
 from kafkalab.protocol.records.batch import header_problem
 
 from .recovery import scan_segment
-from .segment import FileSegment, MemorySegment
+from .segment import FileSegment, HandleCache, MemorySegment
 
 logger = logging.getLogger("kafkalab.broker")
 
@@ -71,12 +71,14 @@ class PartitionLog:
         return cls(MemorySegment, segment_bytes)
 
     @classmethod
-    def open(cls, directory: str, segment_bytes: int) -> PartitionLog:
-        """A file-backed log, recovering whatever segments ``directory`` holds (a torn tail is cut off)."""
+    def open(cls, directory: str, segment_bytes: int, handles: HandleCache | None = None) -> PartitionLog:
+        """A file-backed log, recovering whatever segments ``directory`` holds (a torn tail is cut off);
+        ``handles``: the store's bounded cache of open files."""
         os.makedirs(directory, exist_ok=True)
-        log = cls(lambda base: FileSegment(directory, base), segment_bytes)
+        handles = handles if handles is not None else HandleCache()
+        log = cls(lambda base: FileSegment(directory, base, handles), segment_bytes)
         for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
-            log._recover_segment(FileSegment(directory, int(name[:-4])))
+            log._recover_segment(FileSegment(directory, int(name[:-4]), handles))
         if log.entries:
             log.log_start_offset = log.entries[0].base_offset
         start_file = os.path.join(directory, "log-start-offset")
