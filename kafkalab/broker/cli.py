@@ -1,8 +1,10 @@
-"""``kafkalab broker``: run the broker in the foreground with logging until Ctrl-C."""
+"""``kafkalab broker``: run the broker in the foreground with logging until Ctrl-C or SIGTERM (either shuts
+down cleanly, writing ``--write-pcap``)."""
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import threading
 
 EXIT_OK = 0
@@ -24,8 +26,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
                     topics=dict(args.topic or []), default_partitions=args.partitions)
     broker.start()
     print(f"kafkalab broker listening on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())      # `kill`, systemd, docker stop: a clean shutdown
     try:
-        threading.Event().wait()
+        stop.wait()
     except KeyboardInterrupt:
         pass
     finally:
