@@ -206,3 +206,16 @@ def test_decode_verbose_of_a_tiny_hostile_capture_stays_small(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "budget exceeded" in done.stdout
     assert time.monotonic() - start < 20
+
+
+def test_inflated_bytes_are_budgeted_across_the_record_sets_of_a_frame():
+    """Sixteen partitions of one 127 MiB value each once cost 2.2 GiB: the frame shares one budget."""
+    from kafkalab.protocol import decode_request, encode_request
+    from kafkalab.protocol.records import build_batch, encode_records
+    one = encode_records([build_batch([(None, bytes(100 << 20))], codec="gzip")])
+    frame = encode_request("Produce", 9, {"acks": -1, "timeout_ms": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": i, "records": one} for i in range(3)]}]}, correlation_id=1)
+    partitions = decode_request(frame).body["topic_data"][0]["partition_data"]
+    decoded = [len(p["records"][0].records[0].value) if p["records"][0].records else 0 for p in partitions]
+    assert decoded == [100 << 20, 100 << 20, 0]
+    assert any("limit" in d for d in partitions[2]["records"][0].diagnostics)

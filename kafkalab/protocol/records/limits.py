@@ -10,10 +10,14 @@ inflate cap (``DEFAULT_MAX_INFLATED`` in :mod:`.compression`), decoding honours:
   in all, so sixteen batches of 127 MiB each cannot add up to gigabytes, and tree nodes (a traced record
   is about ten nodes): past the node budget the rest is one leaf saying "budget exceeded".
 
-The broker's gate applies the per-batch record cap too (``max_records_per_batch``).
+The broker's gate applies the per-batch record cap too (``max_records_per_batch``). The codec decodes each
+frame inside :func:`frame_budget`, so every record set of the frame (a Produce to sixteen partitions) draws
+on one budget.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from .compression import DEFAULT_MAX_INFLATED
@@ -50,3 +54,27 @@ class Budget:
 
     def spend_inflated(self, size: int) -> None:
         self.inflated -= size
+
+
+_FRAME: ContextVar[Budget | None] = ContextVar("kafkalab_frame_budget", default=None)
+
+
+@contextmanager
+def frame_budget(walks: int = 1):
+    """Make one budget the default for every record set decoded inside (a frame's). ``walks``: how many
+    times each record set is walked (annotated decoding reads records once for values, once for the tree),
+    which multiplies the record and byte allowances but not the node budget."""
+    budget = Budget(inflated=DEFAULT_FRAME_INFLATED * walks, records=DEFAULT_FRAME_RECORDS * walks)
+    token = _FRAME.set(budget)
+    try:
+        yield budget
+    finally:
+        _FRAME.reset(token)
+
+
+def default_budget(max_inflated: int = DEFAULT_MAX_INFLATED) -> Budget:
+    """The budget of the frame being decoded, if any, else a fresh one for a record set."""
+    budget = _FRAME.get()
+    if budget is not None and max_inflated == DEFAULT_MAX_INFLATED:
+        return budget
+    return Budget(max_inflated=max_inflated)

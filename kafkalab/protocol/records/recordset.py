@@ -16,7 +16,7 @@ from . import batch as v2
 from . import legacy
 from .build import from_dict
 from .compression import DEFAULT_MAX_INFLATED
-from .limits import BUDGET_EXCEEDED, Budget
+from .limits import BUDGET_EXCEEDED, Budget, default_budget
 from .model import LegacyMessage, RecordBatch, with_raw
 from .tracing import Trace
 
@@ -28,16 +28,16 @@ _MAGIC_AT = 16
 def decode_records(data: bytes | memoryview, *, max_inflated: int = DEFAULT_MAX_INFLATED,
                    budget: Budget | None = None) -> list[RecordBatch | LegacyMessage]:
     """Every batch/message in ``data``; never raises on data problems (see ``diagnostics``/``partial``).
-    ``budget`` (default: a fresh one per call, see :mod:`.limits`) caps what all batches may cost together;
-    pass one budget to several calls to cap a whole frame."""
-    return _walk(data, budget or Budget(max_inflated=max_inflated), None)
+    ``budget`` (default: the frame's inside :func:`~.limits.frame_budget`, else a fresh one) caps what all
+    batches may cost together."""
+    return _walk(data, budget or default_budget(max_inflated), None)
 
 
 def trace_records(data: bytes | memoryview, parent: FieldNode, base: int, path: str, *,
                   max_inflated: int = DEFAULT_MAX_INFLATED, budget: Budget | None = None) -> None:
     """Append one node per batch to ``parent`` (paths ``{path}[i]...``; offsets shifted by ``base``); past
     the budget's node limit the rest is one "budget exceeded" leaf."""
-    budget = budget or Budget(max_inflated=max_inflated)
+    budget = budget or default_budget(max_inflated)
     _walk(data, budget, Trace(parent, path, base, budget))
 
 
