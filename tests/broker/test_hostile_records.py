@@ -105,3 +105,16 @@ def test_legacy_wrapper_is_counted_once_and_stored(raw):
                                            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 10**6}]}]})
     records = fetched["responses"][0]["partitions"][0]["records"]
     assert [r.value for m in records for r in m.records] == [b"v%d" % i for i in range(5)]
+
+
+def test_magic0_wrapper_of_many_messages_is_renumbered_without_decoding_them(raw):
+    """A 16 KB magic 0 wrapper of 250,000 messages once held the event loop for 15 s while every message was
+    decoded and re-encoded to rewrite its absolute offset."""
+    client = raw()
+    assert _produce(client, gzip_wrapper(b"".join(legacy_message(b"a%d" % i, magic=0, offset=i)
+                                                  for i in range(3)), magic=0), version=1)["base_offset"] == 0
+    bomb = gzip_wrapper(legacy_message(b"", magic=0) * 250_000, magic=0)
+    started = time.monotonic()
+    assert _produce(client, bomb, version=1)["base_offset"] == 3
+    assert time.monotonic() - started < 5
+    assert _end_offset(client) == 250_003

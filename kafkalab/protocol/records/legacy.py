@@ -139,6 +139,28 @@ def validate(buf, pos: int, end: int, *, max_inflated: int, max_records: int) ->
     return _validate_inner(inflated, magic, max_records)
 
 
+def renumber_wrapper(chunk, first: int, *, max_inflated: int) -> tuple[bytes, int]:
+    """A validated magic 0 compressed wrapper with its inner messages numbered from ``first``: (bytes, next
+    offset). Magic 0 inner offsets are absolute and sit inside the compressed value, so the broker must
+    recompress (as Kafka does); the inner offsets lie outside the inner CRCs, so they are patched in the
+    inflated bytes without decoding a message."""
+    _, _, _, magic, attrs = _HEAD.unpack_from(chunk, 0)
+    codec_id = attrs & CODEC_MASK
+    key, k_end = read_int32_bytes(chunk, 18, len(chunk))
+    value, _ = read_int32_bytes(chunk, k_end, len(chunk))
+    inflated = bytearray(decompress(codec_id, value, magic=magic, limit=max_inflated)[0])
+    pos = count = 0
+    while pos + 12 <= len(inflated):
+        struct.pack_into(">q", inflated, pos, first + count)
+        pos += 12 + struct.unpack_from(">i", inflated, pos + 8)[0]
+        count += 1
+    if not count:
+        return bytes(chunk), first + 1
+    body = struct.pack(">bb", magic, attrs) + write_int32_bytes(key) + \
+        write_int32_bytes(compress(Codec(codec_id), bytes(inflated), magic=magic))
+    return struct.pack(">qiI", first + count - 1, len(body) + 4, zlib.crc32(body)) + body, first + count
+
+
 def _validate_inner(buf: bytes, magic: int, max_records: int) -> tuple[str | None, int]:
     pos, end, count = 0, len(buf), 0
     while pos < end:

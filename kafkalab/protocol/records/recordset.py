@@ -7,7 +7,6 @@ anywhere (the broker fills up to max_bytes): that tail is a normal *partial batc
 """
 from __future__ import annotations
 
-import dataclasses
 import struct
 from typing import Any, Iterator, NamedTuple
 
@@ -222,14 +221,9 @@ def assign_offsets(data: bytes | bytearray, first_offset: int, counts: list[int]
 
 
 def _wrapper_count(chunk) -> int:
-    msg = legacy.decode(chunk, 0, len(chunk), max_inflated=DEFAULT_MAX_INFLATED)
-    return max(len(msg.inner), 1)
+    _, count = legacy.validate(chunk, 0, len(chunk), max_inflated=DEFAULT_MAX_INFLATED, max_records=1 << 62)
+    return max(count, 1)
 
 
 def _renumber_magic0_wrapper(chunk, first: int) -> tuple[bytes, int]:
-    msg = legacy.decode(chunk, 0, len(chunk), max_inflated=DEFAULT_MAX_INFLATED)
-    if not msg.inner:
-        return chunk, first + 1
-    inner = tuple(dataclasses.replace(m, offset=first + i) for i, m in enumerate(msg.inner))
-    rebuilt = dataclasses.replace(msg, inner=inner, offset=first + len(inner) - 1)
-    return legacy.encode(rebuilt), first + len(inner)
+    return legacy.renumber_wrapper(chunk, first, max_inflated=DEFAULT_MAX_INFLATED)
