@@ -164,7 +164,8 @@ class ReceiveBuffer:
         self.reserved, self.blocked = 0, False
 
     def _reserve(self) -> None:
-        if self.budget is None or self.reserved:
+        if self.budget is None or self.reserved or self.need <= 4:      # reserved already, or no frame pending
+            self.blocked = False
             return
         self.blocked = not self.budget.try_reserve(self.need)
         if not self.blocked:

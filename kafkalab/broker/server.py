@@ -152,6 +152,9 @@ class ClientProtocol(asyncio.BufferedProtocol):
         if buffer.blocked and "memory" not in self.paused:
             self._pause("memory")
             self.server.budget.wait(self._memory_granted)
+        elif not buffer.blocked and "memory" in self.paused:     # the frame came whole after all
+            self.server.budget.forget(self._memory_granted)
+            self._resume("memory")
         self._drain()
 
     def _memory_granted(self) -> bool:

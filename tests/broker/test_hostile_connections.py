@@ -75,6 +75,10 @@ def test_budget_pauses_a_frame_that_does_not_fit_until_memory_frees():
         assert struct.unpack_from(">i", frame, 4)[0] == 7
         assert time.monotonic() - started > 1.0
         waiter.close(), small.close()
+        deadline = time.monotonic() + 10
+        while b._server.budget.used and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert b._server.budget.used == 0                                   # every byte given back
 
 
 class _Wrap:

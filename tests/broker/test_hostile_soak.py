@@ -28,12 +28,14 @@ SOAK_SECONDS = float(os.environ.get("KAFKALAB_SOAK_SECONDS", "20"))
 PACE = 0.005                    # seconds between honest messages
 RSS_BUDGET_MIB = 512
 BROKER = """
-import sys, threading
+import sys, time
 from kafkalab.broker import Broker
 broker = Broker(port=0, topics={"honest": 1, "target": 1}, request_receive_timeout_ms=3000,
                 connections_max_idle_ms=6000).start()
 print(broker.bootstrap_servers, flush=True)
 sys.stdin.read()
+time.sleep(1.0)                     # the clients' closes arrive
+print("in flight", broker._loop.call(lambda: broker._server.budget.used), flush=True)
 broker.stop()
 """
 
@@ -166,9 +168,11 @@ def test_honest_client_keeps_its_latency_under_attack():
     finally:
         broker.stdin.close()
         try:
+            in_flight = broker.stdout.readline().strip()
             broker.wait(20)
         except subprocess.TimeoutExpired:
             broker.kill()
+    assert in_flight == "in flight 0"                 # the request-memory budget is whole again
     assert not failures, failures[:5]
     latencies.sort()
     p99 = latencies[int(len(latencies) * 0.99) - 1]
