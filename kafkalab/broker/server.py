@@ -24,12 +24,14 @@ import logging
 import threading
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 from .dispatch import CloseConnection, Connection, MemoryBudget, Pending
 
 log = logging.getLogger("kafkalab.broker")
 JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
 BACKLOG_PAUSE = 16 << 20    # bytes of queued frames at which reading from that client pauses
+OFFLOAD_WORKERS = 2         # threads for offloaded request work (see Server.workers)
 SWEEP_EVERY = 1.0           # seconds between looks for idle connections and requests that never finish
 
 
@@ -54,6 +56,8 @@ class Server:
         self.address: tuple[str, int] = ("", 0)
         self.budget = MemoryBudget(config.queued_max_request_bytes)
         self._sweeper: asyncio.Task | None = None
+        # offloaded checks (inflating legacy wrappers) run here, two at a time: bounded CPU and memory
+        self.workers = ThreadPoolExecutor(OFFLOAD_WORKERS, thread_name_prefix="kafkalab-broker-work")
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
@@ -102,6 +106,7 @@ class Server:
             await self._server.wait_closed()
         if self._on_append in self.state.append_listeners:
             self.state.append_listeners.remove(self._on_append)
+        self.workers.shutdown(wait=False, cancel_futures=True)
 
 
 class ClientProtocol(asyncio.BufferedProtocol):
@@ -265,12 +270,12 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self._drain()
 
     async def _complete(self, pending: Pending) -> bytes | None:
-        """Offloaded work runs in the loop's executor (the loop keeps serving other clients meanwhile); what
-        it leads to may be an answer, nothing (acks=0), or a long poll."""
+        """Offloaded work runs on the server's worker threads (the loop keeps serving other clients
+        meanwhile); what it leads to may be an answer, nothing (acks=0), or a long poll."""
         answer = pending
         while isinstance(answer, Pending):
             if answer.offload is not None:
-                result = await asyncio.get_running_loop().run_in_executor(None, answer.offload.work)
+                result = await asyncio.get_running_loop().run_in_executor(self.server.workers, answer.offload.work)
                 answer = self.conn.resume(answer, result)
             else:
                 answer = await self._wait(answer)
