@@ -150,7 +150,7 @@ def test_tree_nodes_are_budgeted():
     root = FieldNode("r", "records", "records", 0)
     trace_records(data, root, 0, "r")
     nodes = sum(1 for _ in root.walk())
-    assert nodes <= 250_050, nodes                   # limits.DEFAULT_MAX_NODES, not 1.2 million
+    assert nodes <= 100_050, nodes                   # limits.DEFAULT_MAX_NODES, not 1.2 million
     last = root.find("r[0].records.unannotated")
     assert last is not None and last.end == len(data) and "budget exceeded" in last.diagnostics[0]
 

@@ -25,7 +25,7 @@ from .compression import DEFAULT_MAX_INFLATED
 DEFAULT_MAX_RECORDS = 1 << 18                  # records per batch
 DEFAULT_FRAME_INFLATED = 2 * DEFAULT_MAX_INFLATED   # inflated bytes per record set / frame
 DEFAULT_FRAME_RECORDS = 1 << 20                # records per record set / frame
-DEFAULT_MAX_NODES = 250_000                    # tree nodes per traced record set / frame
+DEFAULT_MAX_NODES = 100_000                    # tree nodes per traced record set / frame
 BUDGET_EXCEEDED = "budget exceeded"
 
 
