@@ -88,7 +88,7 @@ class Server:
         idle = self.config.connections_max_idle_ms / 1000.0
         receive = self.config.request_receive_timeout_ms / 1000.0
         while True:
-            await asyncio.sleep(min(SWEEP_EVERY, idle / 4, receive / 4))
+            await asyncio.sleep(max(0.05, min(SWEEP_EVERY, idle / 4, receive / 4)))
             now = time.monotonic()
             for client in list(self.clients):
                 client.expire(now, idle, receive)

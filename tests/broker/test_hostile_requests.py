@@ -54,3 +54,22 @@ def test_produce_to_more_partitions_than_descriptors(tmp_path):
             client.close()
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_partition_whose_storage_fails_does_not_hide_the_others(tmp_path):
+    import shutil
+    with Broker(data_dir=tmp_path, topics={"two": 2}, max_open_segment_files=1) as broker:
+        client = RawClient(broker.bootstrap_servers)
+        batch = v2_batch(v2_records([b"x"]), 1)
+
+        def produce():
+            body = client.call("Produce", 9, {"acks": 1, "timeout_ms": 5000, "topic_data": [
+                {"name": "two", "partition_data": [{"index": p, "records": batch} for p in (0, 1)]}]})
+            return body["responses"][0]["partition_responses"]
+        produce()                                        # partition 1's segment is the one left open
+        shutil.rmtree(tmp_path / "two-0")
+        (tmp_path / "two-0").write_text("not a directory")   # partition 0's storage is gone
+        results = produce()
+        assert [(r["index"], r["error_code"]) for r in results] == [(0, 56), (1, 0)]   # KAFKA_STORAGE_ERROR
+        assert results[1]["base_offset"] == 1
+        client.close()

@@ -11,13 +11,16 @@ in-sync replica there is. v13 names topics by id.
 """
 from __future__ import annotations
 
+import logging
+
 from ..storage import Duplicate
 from ..validate import (CORRUPT_MESSAGE, INVALID_RECORD, Checked, check_record_set, needs_inflating,
                         stamp_log_append_time, timestamps_within)
 from .base import Handler, Offload
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, INVALID_TIMESTAMP, UNKNOWN_TOPIC_ID = 0, 3, 19, 32, 100
-KAFKA_STORAGE_ERROR = 56
+KAFKA_STORAGE_ERROR, UNKNOWN_SERVER_ERROR = 56, -1
+log = logging.getLogger("kafkalab.broker")
 IN_SYNC_REPLICAS = 1
 
 
@@ -53,7 +56,7 @@ def _answer(ctx, body: dict, verdicts: dict) -> dict | None:
     acks = body.get("acks")
     for ti, topic_data in enumerate(body.get("topic_data", ())):
         topic = _topic(ctx, topic_data)
-        partitions = [_produce_partition(ctx, topic, p, touched, acks, verdicts.get((ti, pi))) if topic is not None
+        partitions = [_guarded(ctx, topic, p, touched, acks, verdicts.get((ti, pi))) if topic is not None
                       else _result(p["index"], UNKNOWN_TOPIC_ID if ctx.api_version >= 13 else UNKNOWN_TOPIC_OR_PARTITION)
                       for pi, p in enumerate(topic_data.get("partition_data", ()))]
         responses.append({"name": topic_data.get("name", ""), "topic_id": topic_data.get("topic_id"),
@@ -79,6 +82,18 @@ def _result(index: int, error: int, base_offset: int = -1, log_append_time: int 
             log_start_offset: int = -1, message: str | None = None) -> dict:
     return {"index": index, "error_code": error, "base_offset": base_offset, "log_append_time_ms": log_append_time,
             "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
+
+
+def _guarded(ctx, topic, data: dict, touched: dict, acks: int, verdict: Checked | None) -> dict:
+    """One partition's result, whatever happens to it: out of disk or descriptors is KAFKA_STORAGE_ERROR, a
+    bug UNKNOWN_SERVER_ERROR, and the other partitions of the request still get theirs."""
+    try:
+        return _produce_partition(ctx, topic, data, touched, acks, verdict)
+    except OSError as exc:
+        return _result(data["index"], KAFKA_STORAGE_ERROR, message=str(exc))
+    except Exception:  # noqa: BLE001 - one partition's failure must not hide the others' results
+        log.exception("Produce to %s-%s failed", topic.name, data.get("index"))
+        return _result(data["index"], UNKNOWN_SERVER_ERROR, message="the broker failed to store this partition")
 
 
 def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int, verdict: Checked | None) -> dict:
@@ -113,10 +128,7 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int, verdict
     if settings.log_append_time:
         append_time = ctx.now_ms
         records = stamp_log_append_time(records, append_time)
-    try:
-        base = log.append(records, counts)
-    except OSError as exc:                 # out of disk or descriptors: this partition fails, the rest go on
-        return _result(index, KAFKA_STORAGE_ERROR, log_start_offset=log.log_start_offset, message=str(exc))
+    base = log.append(records, counts)
     offset = base
     for b in batches:
         partition.producers.record(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence, offset)
