@@ -5,7 +5,9 @@ offset, segment, position, size, max timestamp) and segment rolling. Must not kn
 topics or clocks. Appends take record-set bytes that were already validated and give them consecutive offsets
 without re-encoding: record batches (v2) get a new 16-byte head (base offset, length, leader epoch 0, all
 outside the CRC) in front of a read-only view of the rest, so appending copies nothing; legacy message sets go
-through the codec's ``assign_offsets``. Whole segments below the log start offset are dropped (DeleteRecords).
+through the codec's ``assign_offsets``. A batch whose offset range contradicts its record count is refused
+(:class:`InvalidBatch`): the log end offset never rewinds or leaps. Opening a file-backed log recovers its
+segments through :mod:`.recovery`. Whole segments below the log start offset are dropped (DeleteRecords).
 Reads hand back whole stored batches, byte for byte. With one replica the high watermark is the log end
 offset; the last stable offset equals it until transactions arrive (a later issue).
 """
