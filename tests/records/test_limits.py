@@ -219,3 +219,10 @@ def test_inflated_bytes_are_budgeted_across_the_record_sets_of_a_frame():
     decoded = [len(p["records"][0].records[0].value) if p["records"][0].records else 0 for p in partitions]
     assert decoded == [100 << 20, 100 << 20, 0]
     assert any("limit" in d for d in partitions[2]["records"][0].diagnostics)
+    from kafkalab.protocol.records import set_limits
+    previous = set_limits(inflated=400 << 20)                         # the budget is configurable
+    try:
+        partitions = decode_request(frame).body["topic_data"][0]["partition_data"]
+        assert all(len(p["records"][0].records[0].value) == 100 << 20 for p in partitions)
+    finally:
+        set_limits(**vars(previous))

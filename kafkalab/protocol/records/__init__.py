@@ -17,10 +17,10 @@ from __future__ import annotations
 from .batch import rewrite_base_offset
 from .build import build_batch, from_dict
 from .compression import DEFAULT_MAX_INFLATED, Codec
-from .limits import DEFAULT_MAX_RECORDS, Budget
+from .limits import DEFAULT_MAX_RECORDS, Budget, set_limits
 from .model import ControlRecord, LegacyMessage, Record, RecordBatch
 from .recordset import BatchBounds, assign_offsets, decode_records, encode_records, iter_batches, trace_records
 
 __all__ = ["Record", "RecordBatch", "LegacyMessage", "ControlRecord", "decode_records", "encode_records",
            "trace_records", "build_batch", "from_dict", "Codec", "DEFAULT_MAX_INFLATED", "rewrite_base_offset",
-           "iter_batches", "BatchBounds", "assign_offsets", "DEFAULT_MAX_RECORDS", "Budget"]
+           "iter_batches", "BatchBounds", "assign_offsets", "DEFAULT_MAX_RECORDS", "Budget", "set_limits"]

@@ -12,13 +12,13 @@ inflate cap (``DEFAULT_MAX_INFLATED`` in :mod:`.compression`), decoding honours:
 
 The broker's gate applies the per-batch record cap too (``max_records_per_batch``). The codec decodes each
 frame inside :func:`frame_budget`, so every record set of the frame (a Produce to sixteen partitions) draws
-on one budget.
+on one budget. All defaults are configurable with :func:`set_limits`.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .compression import DEFAULT_MAX_INFLATED
 
@@ -57,6 +57,17 @@ class Budget:
 
 
 _FRAME: ContextVar[Budget | None] = ContextVar("kafkalab_frame_budget", default=None)
+#: what each frame (and each record set decoded on its own) may cost; change it with :func:`set_limits`
+LIMITS = Budget()
+
+
+def set_limits(**limits: int) -> Budget:
+    """Change the default budget (``inflated``, ``records``, ``nodes`` per frame; ``max_inflated``,
+    ``max_records`` per batch), e.g. ``set_limits(inflated=1 << 30)`` to read a capture of huge Fetch
+    responses in full. Returns the previous limits (``set_limits(**vars(old))`` restores them)."""
+    global LIMITS
+    previous, LIMITS = LIMITS, replace(LIMITS, **limits)
+    return previous
 
 
 @contextmanager
@@ -64,7 +75,7 @@ def frame_budget(walks: int = 1):
     """Make one budget the default for every record set decoded inside (a frame's). ``walks``: how many
     times each record set is walked (annotated decoding reads records once for values, once for the tree),
     which multiplies the record and byte allowances but not the node budget."""
-    budget = Budget(inflated=DEFAULT_FRAME_INFLATED * walks, records=DEFAULT_FRAME_RECORDS * walks)
+    budget = replace(LIMITS, inflated=LIMITS.inflated * walks, records=LIMITS.records * walks)
     token = _FRAME.set(budget)
     try:
         yield budget
@@ -72,9 +83,10 @@ def frame_budget(walks: int = 1):
         _FRAME.reset(token)
 
 
-def default_budget(max_inflated: int = DEFAULT_MAX_INFLATED) -> Budget:
-    """The budget of the frame being decoded, if any, else a fresh one for a record set."""
+def default_budget(max_inflated: int | None = None) -> Budget:
+    """The budget of the frame being decoded, if any, else a fresh one from :data:`LIMITS` (with
+    ``max_inflated``, when given, as the per-batch cap)."""
     budget = _FRAME.get()
-    if budget is not None and max_inflated == DEFAULT_MAX_INFLATED:
+    if budget is not None and max_inflated in (None, LIMITS.max_inflated):
         return budget
-    return Budget(max_inflated=max_inflated)
+    return replace(LIMITS, max_inflated=max_inflated) if max_inflated is not None else replace(LIMITS)

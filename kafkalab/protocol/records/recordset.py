@@ -24,7 +24,7 @@ LOG_OVERHEAD = 12  # offset + length
 _MAGIC_AT = 16
 
 
-def decode_records(data: bytes | memoryview, *, max_inflated: int = DEFAULT_MAX_INFLATED,
+def decode_records(data: bytes | memoryview, *, max_inflated: int | None = None,
                    budget: Budget | None = None) -> list[RecordBatch | LegacyMessage]:
     """Every batch/message in ``data``; never raises on data problems (see ``diagnostics``/``partial``).
     ``budget`` (default: the frame's inside :func:`~.limits.frame_budget`, else a fresh one) caps what all
@@ -33,7 +33,7 @@ def decode_records(data: bytes | memoryview, *, max_inflated: int = DEFAULT_MAX_
 
 
 def trace_records(data: bytes | memoryview, parent: FieldNode, base: int, path: str, *,
-                  max_inflated: int = DEFAULT_MAX_INFLATED, budget: Budget | None = None) -> None:
+                  max_inflated: int | None = None, budget: Budget | None = None) -> None:
     """Append one node per batch to ``parent`` (paths ``{path}[i]...``; offsets shifted by ``base``); past
     the budget's node limit the rest is one "budget exceeded" leaf."""
     budget = budget or default_budget(max_inflated)
