@@ -1,10 +1,12 @@
-"""``kafkalab broker``: run the broker in the foreground with logging until Ctrl-C."""
+"""``kafkalab broker``: run the broker in the foreground with logging until Ctrl-C or SIGTERM (either shuts
+down cleanly, writing ``--write-pcap``)."""
 from __future__ import annotations
 
 import argparse
 import errno
 import logging
 import os
+import signal
 import sys
 import threading
 
@@ -31,8 +33,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(f"kafkalab: {_listen_problem(exc, args.host, args.port)}", file=sys.stderr)
         return EXIT_USAGE
     print(f"kafkalab broker listening on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())      # `kill`, systemd, docker stop: a clean shutdown
     try:
-        threading.Event().wait()
+        stop.wait()
     except KeyboardInterrupt:
         pass
     finally:

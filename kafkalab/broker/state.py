@@ -30,7 +30,7 @@ class ProduceSettings(NamedTuple):
 class BrokerState:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.store = Store(config.data_dir, config.segment_bytes)
+        self.store = Store(config.data_dir, config.segment_bytes, config.max_open_segment_files)
         self.node_id = config.node_id
         self.cluster_id = config.cluster_id
         self.advertised_host = config.host

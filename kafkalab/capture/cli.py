@@ -162,6 +162,8 @@ def _warn_all(notes: Iterable[str]) -> None:
 
 
 def _check_capture(path: str) -> None:
+    if path == "-" and sys.stdin is None:
+        raise CaptureError("standard input is closed: there is no capture to read from '-'")
     if path != "-" and not os.path.exists(path):
         raise UsageError(f"no such capture file: {path} (check the path; - reads standard input)")
     if os.path.isdir(path):

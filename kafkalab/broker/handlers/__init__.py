@@ -13,7 +13,7 @@ from . import (add_offsets_to_txn, add_partitions_to_txn, alter_configs, api_ver
                find_coordinator, get_telemetry_subscriptions, incremental_alter_configs, init_producer_id,
                list_offsets, list_transactions, metadata, offset_commit, offset_fetch, offset_for_leader_epoch,
                produce, push_telemetry, txn_offset_commit, write_txn_markers)
-from .base import Handler, RequestContext, Wait
+from .base import Handler, Offload, RequestContext, Wait
 
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, find_coordinator, api_versions,
            create_topics, delete_topics, delete_records, init_producer_id, offset_for_leader_epoch,
@@ -34,4 +34,4 @@ def build_registry(modules=MODULES) -> dict[int, Handler]:
 
 REGISTRY = build_registry()
 
-__all__ = ["Handler", "RequestContext", "Wait", "REGISTRY", "MODULES", "build_registry"]
+__all__ = ["Handler", "Offload", "RequestContext", "Wait", "REGISTRY", "MODULES", "build_registry"]
