@@ -33,6 +33,12 @@ _ARRAY_UNPACKERS = {code: [struct.Struct(f">{n}{code}").unpack_from for n in ran
                     for code in set(STRUCT_CODES.values()) if code != "16s"}
 
 
+#: the same, also reading the one byte after the array (a flexible version always has one: the next compact
+#: length or the tag section), so the next slot needs no separate index operation
+_PEEKING_UNPACKERS = {code: [struct.Struct(f">{n}{code}B").unpack_from for n in range(SMALL_ARRAY)]
+                      for code in set(STRUCT_CODES.values()) if code != "16s"}
+
+
 def _int_array(buf, pos: int, code: str, width: int) -> tuple[list, int]:
     """A compact array of fixed-width numbers starting at ``pos`` (its count included), any size."""
     count, pos = read_uvarint(buf, pos)
@@ -98,17 +104,24 @@ def _fixed_runs(slots: list[Slot]):
 
 
 def _default_expr(em: _Emitter, value: Any, shared: bool = False) -> str:
-    """Source for a default value; mutable defaults are copied unless ``shared`` (the encoder only reads them)."""
+    """Source for a default value; mutable defaults are built fresh each time unless ``shared`` (the encoder
+    only reads them): a dict or list literal of plain values costs a fraction of a ``deepcopy``."""
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return repr(value)
     if isinstance(value, uuid.UUID) or shared:
         return em.const(value, "U")
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return "{" + ", ".join(f"{k!r}: {_default_expr(em, v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_default_expr(em, v) for v in value) + "]"
     return f"_deepcopy({em.const(value, 'D')})"
 
 
 class _DecoderBuilder:
     def __init__(self) -> None:
         self.em = _Emitter()
+        self.peek = False            # may the slot being emitted also read the byte after it?
+        self.peeked: str | None = None   # the variable holding that byte, if it did
 
     def struct(self, layout: Layout, ind: int) -> str:
         """Emit code reading one struct; returns the expression building its dict.
@@ -131,35 +144,38 @@ class _DecoderBuilder:
                 em.emit(ind, f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {unpack}(buf, pos)")
                 em.emit(ind, f"pos += {struct.calcsize(fmt)}")
                 for slot, name in zip(item, names):
-                    value = f"_UUID(bytes={name})" if slot.wire_type == "uuid" else name
+                    value = f"_uuid({name})" if slot.wire_type == "uuid" else name
                     entries.append(f"{slot.name!r}: {value}")
             else:
+                following = items[index + 1][1] if index + 1 < len(items) else None
+                self.peek = _starts_with_compact_byte(following) if following is not None else layout.flexible
                 entries.append(f"{item.name!r}: {self.slot(item, ind, prefetched)}")
-                prefetched = None
-        if layout.flexible:
-            entries.extend(self.tagged(layout, ind, prefetched))
-        return "{" + ", ".join(entries) + "}"
-
-    def tagged(self, layout: Layout, ind: int, prefetched: str | None) -> list[str]:
-        em = self.em
-        count = prefetched or "buf[pos]"
+                prefetched, self.peeked, self.peek = self.peeked, None, False
+        if not layout.flexible:
+            return "{" + ", ".join(entries) + "}"
         if not layout.tagged:
+            count = prefetched or "buf[pos]"
             em.emit(ind, f"if {count}: _reject()")
             if not prefetched:
                 em.emit(ind, "pos += 1")
-            return []
+            return "{" + ", ".join(entries) + "}"
+        return self.tagged(layout, ind, prefetched, entries)
+
+    def tagged(self, layout: Layout, ind: int, prefetched: str | None, entries: list[str]) -> str:
+        """A struct with known tagged fields: the dict is built with their defaults in place, and only a
+        non-empty tagged section (rare) goes to the interpreter, which overwrites the tags it finds."""
+        em = self.em
         holder = em.var("t")
+        defaults = [f"{s.name!r}: {_default_expr(em, s.default)}" for s in layout.tagged]
+        em.emit(ind, f"{holder} = {{{', '.join(entries + defaults)}}}")
         lay = em.const(layout, "L")
-        em.emit(ind, f"if {count}:")
-        em.emit(ind + 1, f"{holder} = {{}}")
+        em.emit(ind, f"if {prefetched or 'buf[pos]'}:")
         start = "pos - 1" if prefetched else "pos"
         em.emit(ind + 1, f"pos = _decode_tagged({lay}, {holder}, buf, {start}, '', None, records)")
-        em.emit(ind, "else:")
-        defaults = ", ".join(f"{s.name!r}: {_default_expr(em, s.default)}" for s in layout.tagged)
-        em.emit(ind + 1, f"{holder} = {{{defaults}}}")
         if not prefetched:
+            em.emit(ind, "else:")
             em.emit(ind + 1, "pos += 1")
-        return [f"**{holder}"]
+        return holder
 
     def length(self, ind: int, var: str, compact: bool, classic: str, prefetched: str | None = None) -> None:
         """Emit reading a length into ``var`` (-1 for null), compact or classic int16/int32."""
@@ -171,11 +187,26 @@ class _DecoderBuilder:
                 em.emit(ind, f"{var} = buf[pos] - 1")
                 em.emit(ind, "pos += 1")
             em.emit(ind, f"if {var} >= 127:")
-            em.emit(ind + 1, f"{var}, pos = _uvarint(buf, pos - 1)")
-            em.emit(ind + 1, f"{var} -= 1")
+            self.long_length(ind + 1, var)
         else:
             em.emit(ind, f"{var} = {classic}(buf, pos)[0]")
             em.emit(ind, f"pos += {2 if classic == '_i16' else 4}")
+
+    def long_length(self, ind: int, var: str) -> None:
+        """A compact length whose first byte (already read, ``var`` = byte - 1) has the continuation bit: two-
+        and three-byte varints (lengths up to 2 MiB: record sets, long strings) are read inline, longer
+        ones by ``_uvarint``. An IndexError on a short buffer sends the caller to the interpreter."""
+        em = self.em
+        em.emit(ind, "b = buf[pos]")
+        em.emit(ind, "if b < 128:")
+        em.emit(ind + 1, f"{var} += (b << 7) - 128")
+        em.emit(ind + 1, "pos += 1")
+        em.emit(ind, "elif buf[pos + 1] < 128:")
+        em.emit(ind + 1, f"{var} += ((b - 128) << 7) + (buf[pos + 1] << 14) - 128")
+        em.emit(ind + 1, "pos += 2")
+        em.emit(ind, "else:")
+        em.emit(ind + 1, f"{var}, pos = _uvarint(buf, pos - 1)")
+        em.emit(ind + 1, f"{var} -= 1")
 
     def slot(self, slot: Slot, ind: int, prefetched: str | None = None) -> str:
         em = self.em
@@ -185,13 +216,12 @@ class _DecoderBuilder:
         elif slot.kind == "records":
             n = em.var("n")
             self.length(ind, n, slot.compact, "_i32", prefetched)
-            em.emit(ind, f"if {n} < 0:")
-            em.emit(ind + 1, f"if {n} != -1: _reject()")
-            em.emit(ind + 1, f"{out} = None")
-            em.emit(ind, "else:")
-            em.emit(ind + 1, f"if pos + {n} > blen: _reject()")
-            em.emit(ind + 1, f"{out} = rec(buf[pos:pos + {n}])")
+            em.emit(ind, f"if 0 <= {n} <= blen - pos:")
+            em.emit(ind + 1, f"{out} = view[pos:pos + {n}]")
+            em.emit(ind + 1, f"if rec: {out} = rec({out})")
             em.emit(ind + 1, f"pos += {n}")
+            em.emit(ind, f"elif {n} == -1: {out} = None")
+            em.emit(ind, "else: _reject()")
         elif slot.kind == "struct":
             if slot.nullable:
                 em.emit(ind, "marker = buf[pos]")
@@ -238,12 +268,22 @@ class _DecoderBuilder:
         else:
             em.emit(ind, f"{n} = buf[pos] - 1")
             em.emit(ind, "pos += 1")
-        table = em.const(_ARRAY_UNPACKERS[code], "A")
+        peek, self.peek = self.peek, False
         em.emit(ind, f"if 0 <= {n} < {SMALL_ARRAY}:")
-        em.emit(ind + 1, f"{out} = [*{table}[{n}](buf, pos)]")
-        em.emit(ind + 1, f"pos += {n} * {width}")
+        if peek:   # the next byte starts a compact length or the tag section: read it in the same call
+            self.peeked = em.var("p")
+            table = em.const(_PEEKING_UNPACKERS[code], "A")
+            em.emit(ind + 1, f"*{out}, {self.peeked} = {table}[{n}](buf, pos)")
+            em.emit(ind + 1, f"pos += {n} * {width} + 1")
+        else:
+            table = em.const(_ARRAY_UNPACKERS[code], "A")
+            em.emit(ind + 1, f"{out} = [*{table}[{n}](buf, pos)]")
+            em.emit(ind + 1, f"pos += {n} * {width}")
         em.emit(ind, "else:")
         em.emit(ind + 1, f"{out}, pos = _int_array(buf, pos - 1, {code!r}, {width})")
+        if peek:
+            em.emit(ind + 1, f"{self.peeked} = buf[pos]")
+            em.emit(ind + 1, "pos += 1")
 
     def array(self, slot: Slot, ind: int, out: str, prefetched: str | None = None) -> None:
         em = self.em
@@ -268,7 +308,7 @@ class _DecoderBuilder:
             code = STRUCT_CODES[item]
             if item == "uuid":  # the format string grows with n: bound n first
                 em.emit(ind, f"if {n} * 16 > blen - pos: _reject()")
-                em.emit(ind, f"{out} = [_UUID(bytes=x) for x in _unpack_from('>' + '16s' * {n}, buf, pos)]")
+                em.emit(ind, f"{out} = [_uuid(x) for x in _unpack_from('>' + '16s' * {n}, buf, pos)]")
             else:
                 table = em.const(_ARRAY_UNPACKERS[code], "A")
                 em.emit(ind, f"if {n} < {SMALL_ARRAY}: {out} = [*{table}[{n}](buf, pos)]")
@@ -290,6 +330,31 @@ class _DecoderBuilder:
             em.emit(ind + 1, f"{append}({value})")
 
 
+def _has_records(layout: Layout) -> bool:
+    return any(s.kind == "records" or (s.layout is not None and _has_records(s.layout))
+               for s in layout.slots + layout.tagged)
+
+
+def _records_view(buf) -> memoryview:
+    """What RECORDS fields are cut from: a view of immutable bytes, so record sets are zero-copy views of the
+    frame until someone reads them. A bytearray is copied once first: a view would pin a buffer its owner may
+    still resize or overwrite. A memoryview given by the caller is used as is."""
+    return buf if type(buf) is memoryview else memoryview(buf if type(buf) is bytes else bytes(buf))
+
+
+_UUID_NEW = uuid.UUID.__new__
+_SET = object.__setattr__
+_SAFE = uuid.SafeUUID.unknown
+
+
+def _uuid(raw: bytes) -> uuid.UUID:
+    """``uuid.UUID(bytes=raw)`` without its argument checks (``raw`` is always 16 bytes here): 4x faster."""
+    value = _UUID_NEW(uuid.UUID)
+    _SET(value, "int", int.from_bytes(raw, "big"))
+    _SET(value, "is_safe", _SAFE)
+    return value
+
+
 def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
     namespace = dict(consts)
     namespace.update(_RUNTIME)
@@ -298,7 +363,8 @@ def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
 
 
 _RUNTIME = {
-    "_reject": _reject, "_uvarint": read_uvarint, "_int_array": _int_array, "_wuvarint": write_uvarint, "_UUID": uuid.UUID,
+    "_reject": _reject, "_uvarint": read_uvarint, "_int_array": _int_array, "_wuvarint": write_uvarint, "_uuid": _uuid,
+    "_records_view": _records_view,
     "_deepcopy": copy.deepcopy, "_unpack_from": struct.unpack_from, "_decode_tagged": decode_tagged,
     "_encode_tagged": encode_tagged, "_HOOKS": RECORDS_HOOKS, "_UNKNOWN": UNKNOWN_TAGS,
     "_i16": struct.Struct(">h").unpack_from, "_i32": struct.Struct(">i").unpack_from,
@@ -311,7 +377,9 @@ def build_decoder(layout: Layout, name: str = "decode") -> tuple[Callable, str]:
     em = builder.em
     em.emit(0, f"def {name}(buf, pos, records):")
     em.emit(1, "blen = len(buf)")
-    em.emit(1, "rec = _HOOKS[records].decode")
+    if _has_records(layout):
+        em.emit(1, "view = _records_view(buf)")
+        em.emit(1, "rec = None if records == 'raw' else _HOOKS[records].decode")
     expr = builder.struct(layout, 1)
     em.emit(1, f"return {expr}, pos")
     return _compile(em.lines, em.consts, name), "\n".join(em.lines)
