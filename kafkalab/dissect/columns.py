@@ -178,3 +178,12 @@ def to_pandas(arrow_table, table: str):
         elif c.type == "time" and not len(frame):
             frame[c.name] = pd.to_datetime(frame[c.name], utc=True)
     return frame
+
+
+def from_rows(rows: list[dict], table: str):
+    """The pandas view of ``table`` built from row mappings (times as datetimes or nanoseconds since the
+    epoch, nulls as None)."""
+    import pyarrow as pa
+
+    arrays = [pa.array([row.get(c.name) for row in rows], type=arrow_type(c.type)) for c in TABLES[table]]
+    return to_pandas(pa.Table.from_arrays(arrays, schema=arrow_schema(table)), table)

@@ -12,7 +12,7 @@ from .records_table import records_table
 __all__ = ["exchanges_table", "records_table", "connections_table", "EXCHANGE_COLUMNS", "RECORD_COLUMNS",
            "CONNECTION_COLUMNS"]
 
-PRODUCE, FETCH = 0, 1
+PRODUCE = 0
 
 EXCHANGE_COLUMNS = spec.names("exchanges")
 RECORD_COLUMNS = spec.names("records")
@@ -25,8 +25,6 @@ def _frame_index(frames) -> dict[int, Any]:
 
 def exchanges_table(frames):
     """One row per request frame, joined with its response (null response columns when unanswered)."""
-    import pandas as pd
-
     frames = list(frames)
     by_number = _frame_index(frames)
     rows = []
@@ -48,33 +46,15 @@ def exchanges_table(frames):
             # acks=0 Produce: the broker sends nothing back ("no response expected", not "lost")
             "expects_response": not (request.api_key == PRODUCE and body.get("acks") == 0),
         })
-    table = pd.DataFrame(rows, columns=EXCHANGE_COLUMNS)
-    table = table.astype({"request_frame": "Int64", "response_frame": "Int64", "stream": "Int64",
-                          "api_key": "Int16", "api_version": "Int16", "correlation_id": "Int32",
-                          "error_code": "Int16", "request_size": "Int64", "response_size": "Int64",
-                          "expects_response": bool})
-    for name in ("request_time", "response_time"):
-        table[name] = pd.to_datetime(table[name], utc=True)
-    table["latency_ms"] = table["latency_ms"].astype("float64")
-    for name in ("client", "server", "api_name", "client_id", "error"):
-        table[name] = table[name].astype("string")
-    return table
+    return spec.from_rows(rows, "exchanges")
 
-
-# ---------------------------------------------------------------- connections
 
 def connections_table(connections: Iterable):
     """One row per TCP stream carrying Kafka: mappings (or objects with ``row()``) with CONNECTION_COLUMNS;
     ``first_time``/``last_time`` as epoch seconds."""
-    import pandas as pd
-
     rows = [c.row() if hasattr(c, "row") else dict(c) for c in connections]
-    table = pd.DataFrame(rows, columns=CONNECTION_COLUMNS)
-    table = table.astype({"stream": "Int64", "client_bytes": "Int64", "server_bytes": "Int64",
-                          "client_packets": "Int64", "server_packets": "Int64", "requests": "Int64",
-                          "responses": "Int64", "gaps": "Int64", "gap_bytes": "Int64", "midstream": bool})
-    for name in ("first_time", "last_time"):
-        table[name] = pd.to_datetime(table[name].astype("float64") * 1e9, unit="ns", utc=True)
-    for name in ("client", "server", "state"):
-        table[name] = table[name].astype("string")
-    return table
+    for row in rows:
+        for name in ("first_time", "last_time"):
+            if row.get(name) is not None:
+                row[name] = int(row[name] * 1e9)
+    return spec.from_rows(rows, "connections")
