@@ -169,7 +169,7 @@ def to_pandas(arrow_table, table: str):
         dtype = pandas_dtype(c.type)
         if dtype is not None:
             mapping[arrow_type(c.type)] = dtype
-    frame = arrow_table.to_pandas(types_mapper=mapping.get, split_blocks=True)
+    frame = arrow_table.to_pandas(types_mapper=mapping.get, split_blocks=True, use_threads=False)
     for c in TABLES[table]:
         if c.type == "list<string>":
             frame[c.name] = arrow_table.column(c.name).to_pylist() if len(frame) else []

@@ -52,7 +52,7 @@ def records_arrow(frames: Iterable):
             bases = _base_offsets(by_number.get(frame.response_frame))
         for topic, partition, data in record_sets(layout, body, topic_ids=frame.topic_ids):
             builder.add(frame.frame, frame.kind, topic, partition, bases.get((topic, partition)), data)
-        if len(builder.batches.region) >= CHUNK_BYTES:
+        if builder.batches.size >= CHUNK_BYTES:
             builder.flush()
     builder.flush()
     return pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records"))
@@ -149,5 +149,5 @@ class _Builder:
         batch = arrays.fast_rows(self.batches, read_columns(self.batches), self.contexts, self.objects)
         if batch is not None:
             self.out.append(batch)
-        self.batches = Batches.empty()
+        self.batches = Batches.empty(self.batches.region)
         self.objects = []

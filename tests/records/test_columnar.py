@@ -169,3 +169,19 @@ def test_a_header_key_that_is_not_utf8_falls_back_to_the_objects() -> None:
     assert rows == reference_rows([bytes(data)])
     keys = [h["key"] for r in rows for h in r[spec.names("records").index("headers")]]
     assert any(k.startswith("\ufffd") for k in keys)       # not UTF-8: replaced, the rest kept
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_many_batches_walked_in_lockstep_then_one_by_one(seed: int) -> None:
+    """Over LOCKSTEP_MIN batches: their records are found a record at a time for all batches at once, the
+    last few batches one by one; damaged batches among them still come from the reference decoder."""
+    from kafkalab.protocol.records.columnar import LOCKSTEP_MIN
+
+    rng = random.Random(seed)
+    parts = []
+    for i in range(2 * LOCKSTEP_MIN + 10):
+        part = _batch(rng, rng.choice(CODECS), i * 100, log_append=rng.random() < 0.1)
+        parts.append(_damage(rng, part) if rng.random() < 0.05 and i % 7 else part)
+    sets = [b"".join(parts[:LOCKSTEP_MIN + 5]), b"".join(parts[LOCKSTEP_MIN + 5:])]
+    assert columnar_rows(sets) == reference_rows(sets)
+    assert columnar_rows(sets, "request", 3) == reference_rows(sets, "request", 3)

@@ -29,6 +29,7 @@ def decode_entry(raw, *, max_inflated: int = DEFAULT_MAX_INFLATED):
 
 _PREFIX = struct.Struct(">qi")
 _MAGIC_AT = 16
+LOCKSTEP_MIN = 64      # fewer batches than this left with records to find: walk them one by one
 PAD = 64                # zero bytes after the records: reads a little past a record's end stay in the buffer
 
 
@@ -40,14 +41,27 @@ class Batches:
     tags: list             # the caller's tag for each batch (where it came from)
     starts: list           # where each batch's records start in ``region``
     raws: list             # each batch's wire bytes (a view), to decode as an object if a record fails a check
-    region: bytearray
+    region: bytearray      # may be longer than ``size``: a buffer reused from pass to pass
+    size: int = 0          # bytes of ``region`` in use
 
     @classmethod
-    def empty(cls) -> "Batches":
-        return cls([], [], [], [], bytearray())
+    def empty(cls, region: bytearray | None = None) -> "Batches":
+        """No batches; ``region``: the buffer of an earlier pass to fill again (its pages are already
+        mapped: a fresh one per pass costs page faults on every pass)."""
+        return cls([], [], [], [], region if region is not None else bytearray())
 
     def __len__(self) -> int:
         return len(self.heads)
+
+    def append(self, body) -> None:
+        end = self.size + len(body)
+        if end > len(self.region):
+            try:
+                self.region += bytes(end - len(self.region))
+            except BufferError:          # still viewed by an earlier pass's arrays: start a new buffer
+                self.region = self.region[:self.size] + bytes(end - self.size)
+        self.region[self.size:end] = body
+        self.size = end
 
 
 def gather(data, tag: Any, into: Batches, *, max_inflated: int = DEFAULT_MAX_INFLATED) -> list:
@@ -91,9 +105,9 @@ def _regular(buf, pos: int, end: int, tag, into: Batches, max_inflated: int) -> 
         return 0
     into.heads.append(head)
     into.tags.append(tag)
-    into.starts.append(len(into.region))
+    into.starts.append(into.size)
     into.raws.append(buf[pos:stop])
-    into.region += body
+    into.append(body)
     return stop - pos
 
 
@@ -122,8 +136,8 @@ def read_columns(batches: Batches) -> RecordColumns:
     """Read every record of every gathered batch, vectorised over all of them."""
     import numpy as np
 
-    batches.region += bytes(PAD)
-    u = np.frombuffer(batches.region, dtype=np.uint8)
+    batches.append(bytes(PAD))
+    u = np.frombuffer(batches.region, dtype=np.uint8, count=batches.size)
     nb = len(batches)
     heads = batches.heads
     counts = np.fromiter((h[12] for h in heads), dtype=np.int64, count=nb)
@@ -152,6 +166,7 @@ class _Walk:
 
         self.np = np
         self.u = u
+        self.region = memoryview(u)           # fast scalar reads for _walk_one
         self.last = len(u) - 1
         self.counts = counts
         self.first = np.concatenate(([0], np.cumsum(counts)))[:-1]
@@ -190,7 +205,7 @@ class _Walk:
         pos = starts.copy()
         active = np.flatnonzero(self.counts > 0)
         k = 0
-        while len(active):
+        while len(active) >= LOCKSTEP_MIN:
             p = pos[active]
             length, size, wrong = self.varints(p, 5)
             self.bad_batch[active[wrong | (length < MIN_RECORD_SIZE - 1)]] = True
@@ -200,8 +215,39 @@ class _Walk:
             pos[active] = rec_end[at]
             k += 1
             active = active[self.counts[active] > k]
+        for b in active.tolist():       # the few batches with many more records: one by one
+            pos[b] = self._walk_one(b, k, int(pos[b]), int(ends[b]), rec_start, rec_end)
         self.bad_batch |= pos != ends
         return rec_start, rec_end
+
+    def _walk_one(self, b: int, k: int, p: int, end: int, rec_start, rec_end) -> int:
+        """Record boundaries of batch ``b`` from its ``k``-th record on, in Python (cheaper than a numpy
+        step per record when few batches are left); returns where the walk stopped."""
+        u = self.region
+        starts, ends = [], []
+        for _ in range(int(self.counts[b]) - k):
+            if p >= end:
+                self.bad_batch[b] = True
+                break
+            value, shift, q = 0, 0, p
+            while True:
+                byte = u[q]
+                q += 1
+                value |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80 or shift >= 35:
+                    break
+            length = (value >> 1) ^ -(value & 1)
+            if byte >= 0x80 or length < MIN_RECORD_SIZE - 1:
+                self.bad_batch[b] = True
+                break
+            starts.append(q)
+            p = q + length
+            ends.append(p)
+        at = int(self.first[b]) + k
+        rec_start[at:at + len(starts)] = starts
+        rec_end[at:at + len(ends)] = ends
+        return p
 
     def fields(self, start, end):
         np = self.np
