@@ -101,3 +101,17 @@ def test_truncated_lengths_fall_back_to_the_interpreters_error() -> None:
             fast(spec, 9, frame[:cut], "raw")
         with pytest.raises(DecodeError):
             decode(spec, 9, frame[:cut], records="raw")
+
+
+def test_partitions_of_changing_shapes_read_by_shape_or_the_ordinary_way() -> None:
+    """Partitions read with the previous partition's shape only when their counts say it is the same."""
+    spec = api_spec("Metadata").response
+    sizes = [3, 3, 3, 1, 1, 0, 0, 200, 200, 3, 64, 64, 125, 125, 126, 126, 127, 3, 3]
+    partitions = [{"partition_index": p, "leader_id": p % 5, "leader_epoch": p, "replica_nodes": list(range(n)),
+                   "isr_nodes": list(range(n))[::2], "offline_replicas": [7] if p % 4 == 0 else []}
+                  for p, n in enumerate(sizes)]
+    frame = encode(spec, 12, {"brokers": [], "topics": [{"name": "a", "partitions": partitions},
+                                                        {"name": "b", "partitions": partitions[::-1]}]})
+    got = fast(spec, 12, frame)
+    assert got == decode_reference(spec, 12, frame)
+    assert got[0]["topics"][0]["partitions"] == [dict(p, error_code=0) for p in partitions]

@@ -120,6 +120,7 @@ def _default_expr(em: _Emitter, value: Any, shared: bool = False) -> str:
 class _DecoderBuilder:
     def __init__(self) -> None:
         self.em = _Emitter()
+        self.counted: list[str] | None = None   # count variables of int arrays, while a shaped item is emitted
         self.peek = False            # may the slot being emitted also read the byte after it?
         self.peeked: str | None = None   # the variable holding that byte, if it did
 
@@ -269,6 +270,8 @@ class _DecoderBuilder:
             em.emit(ind, f"{n} = buf[pos] - 1")
             em.emit(ind, "pos += 1")
         peek, self.peek = self.peek, False
+        if self.counted is not None:
+            self.counted.append(n)
         em.emit(ind, f"if 0 <= {n} < {SMALL_ARRAY}:")
         if peek:   # the next byte starts a compact length or the tag section: read it in the same call
             self.peeked = em.var("p")
@@ -284,6 +287,36 @@ class _DecoderBuilder:
         if peek:
             em.emit(ind + 1, f"{self.peeked} = buf[pos]")
             em.emit(ind + 1, "pos += 1")
+
+    def shaped_items(self, layout: Layout, ind: int, n: str, append: str) -> None:
+        """Items made of fixed-width fields and small int arrays (partitions and their replica lists): once
+        one item has been read the ordinary way, the next is read with one struct call of that item's
+        shape, and used if its count bytes and tag byte say it has the same shape (else the ordinary way)."""
+        em = self.em
+        shape, key, unpack, size = (em.var(x) for x in ("shp", "shk", "sun", "ssz"))
+        counts = [em.var("c") for _ in _int_arrays(layout)]
+        lay = em.const(layout, "L")
+        em.emit(ind, f"{shape} = {key} = None")
+        em.emit(ind, f"for _ in range({n}):")
+        body = ind + 1
+        em.emit(body, f"if {shape} is not None and pos + {size} <= blen:")
+        em.emit(body + 1, "t = " + f"{unpack}(buf, pos)")
+        checks = " and ".join(f"t[{c}] == {c}v" for c in counts)
+        em.emit(body + 1, f"if {checks} and not t[-1]:")
+        entries = [f"{s.name!r}: t[{i}]" for i, s in enumerate(layout.slots) if s.kind == "scalar"]
+        bounds = counts[1:] + ["-1"]
+        entries += [f"{s.name!r}: [*t[{c} + 1:{end}]]" for s, c, end in zip(_int_arrays(layout), counts, bounds)]
+        em.emit(body + 2, f"{append}({{{', '.join(entries)}}})")
+        em.emit(body + 2, f"pos += {size}")
+        em.emit(body + 2, "continue")
+        self.counted = []
+        expr = self.struct(layout, body)
+        seen, self.counted = self.counted, None
+        em.emit(body, f"{append}({expr})")
+        em.emit(body, f"if ({', '.join(seen)},) != {key}:")
+        em.emit(body + 1, f"{key} = ({', '.join(seen)},)")
+        em.emit(body + 1, f"{shape} = _shape({lay}, {key})")
+        em.emit(body + 1, f"if {shape} is not None: {unpack}, {size}, {', '.join(f'{c}, {c}v' for c in counts)} = {shape}")
 
     def array(self, slot: Slot, ind: int, out: str, prefetched: str | None = None) -> None:
         em = self.em
@@ -320,6 +353,9 @@ class _DecoderBuilder:
         em.emit(ind, f"{out} = []")
         append = em.var("app")
         em.emit(ind, f"{append} = {out}.append")
+        if slot.layout is not None and _shaped(slot.layout):
+            self.shaped_items(slot.layout, ind, n, append)
+            return
         em.emit(ind, f"for _ in range({n}):")
         if slot.layout is not None:
             expr = self.struct(slot.layout, ind + 1)
@@ -328,6 +364,49 @@ class _DecoderBuilder:
             value = em.var("v")
             self.blob(item, slot.compact, False, ind + 1, value)
             em.emit(ind + 1, f"{append}({value})")
+
+
+def _is_int_array(slot: Slot) -> bool:
+    return (slot.kind == "array" and slot.compact and not slot.nullable and slot.layout is None
+            and slot.item_wire_type in STRUCT_CODES and slot.item_wire_type != "uuid")
+
+
+def _int_arrays(layout: Layout) -> list[Slot]:
+    return [s for s in layout.slots if _is_int_array(s)]
+
+
+def _shaped(layout: Layout) -> bool:
+    """Items whose shape one struct call can read: flexible, no known tagged fields, fixed-width scalars
+    first (no UUIDs), then int arrays only, at least one."""
+    if not layout.flexible or layout.tagged or not _int_arrays(layout):
+        return False
+    kinds = ["fixed" if s.kind == "scalar" and s.wire_type in STRUCT_CODES and s.wire_type != "uuid"
+             else "array" if _is_int_array(s) else "other" for s in layout.slots]
+    return "other" not in kinds and kinds == sorted(kinds, key=lambda k: k == "array")
+
+
+_SHAPES: dict[tuple, tuple | None] = {}
+
+
+def _shape(layout: Layout, counts: tuple) -> tuple | None:
+    """(unpack, size, then for each int array: its count byte's index and value) of an item of ``layout``
+    with arrays of ``counts`` items; None when a count takes more than one byte."""
+    key = (id(layout), counts)
+    hit = _SHAPES.get(key, False)
+    if hit is not False:
+        return hit
+    shape = None
+    if all(0 <= c < 126 for c in counts):
+        fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in layout.slots if s.kind == "scalar")
+        out = []
+        for slot, count in zip(_int_arrays(layout), counts):
+            out += [len(fmt) - 1, count + 1]                  # the count byte's index in the tuple
+            fmt += "B" + STRUCT_CODES[slot.item_wire_type] * count
+        unpacker = struct.Struct(fmt + "B")
+        shape = (unpacker.unpack_from, unpacker.size, *out)
+    if len(_SHAPES) < 4096:
+        _SHAPES[key] = shape
+    return shape
 
 
 def _has_records(layout: Layout) -> bool:
@@ -364,7 +443,7 @@ def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
 
 _RUNTIME = {
     "_reject": _reject, "_uvarint": read_uvarint, "_int_array": _int_array, "_wuvarint": write_uvarint, "_uuid": _uuid,
-    "_records_view": _records_view,
+    "_records_view": _records_view, "_shape": _shape,
     "_deepcopy": copy.deepcopy, "_unpack_from": struct.unpack_from, "_decode_tagged": decode_tagged,
     "_encode_tagged": encode_tagged, "_HOOKS": RECORDS_HOOKS, "_UNKNOWN": UNKNOWN_TAGS,
     "_i16": struct.Struct(">h").unpack_from, "_i32": struct.Struct(">i").unpack_from,
