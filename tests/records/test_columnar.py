@@ -185,3 +185,12 @@ def test_many_batches_walked_in_lockstep_then_one_by_one(seed: int) -> None:
     sets = [b"".join(parts[:LOCKSTEP_MIN + 5]), b"".join(parts[LOCKSTEP_MIN + 5:])]
     assert columnar_rows(sets) == reference_rows(sets)
     assert columnar_rows(sets, "request", 3) == reference_rows(sets, "request", 3)
+
+
+def test_a_record_with_very_many_headers_among_ordinary_ones() -> None:
+    rng = random.Random(5)
+    crowded = build_batch([(b"k", b"v", [(f"h{i}", b"x") for i in range(3000)], 1)], base_offset=40)
+    data = _batch(rng, "none", 0) + encode_records([crowded]) + _batch(rng, "lz4", 41)
+    rows = columnar_rows([data])
+    assert rows == reference_rows([data])
+    assert max(len(r[spec.names("records").index("headers")]) for r in rows) == 3000

@@ -29,6 +29,7 @@ def decode_entry(raw, *, max_inflated: int = DEFAULT_MAX_INFLATED):
 
 _PREFIX = struct.Struct(">qi")
 _MAGIC_AT = 16
+MANY_HEADERS = 16      # past this many headers, records left few in the lockstep are read as objects
 LOCKSTEP_MIN = 64      # fewer batches than this left with records to find: walk them one by one
 PAD = 64                # zero bytes after the records: reads a little past a record's end stay in the buffer
 
@@ -284,6 +285,9 @@ class _Walk:
         active = np.flatnonzero(hcount > 0)
         j = 0
         while len(active):
+            if len(active) < LOCKSTEP_MIN and j >= MANY_HEADERS:     # a few records with very many headers:
+                self.bad[active] = True                             # their batches are read as objects
+                break
             (ks, kl), q, wrong = self.blob(pos[active], end[active])
             (vs, vl), q, wrong2 = self.blob(q, end[active])
             self.bad[active[wrong | wrong2 | (kl < 0)]] = True       # a header key is never null
