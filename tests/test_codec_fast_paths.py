@@ -115,3 +115,37 @@ def test_partitions_of_changing_shapes_read_by_shape_or_the_ordinary_way() -> No
     got = fast(spec, 12, frame)
     assert got == decode_reference(spec, 12, frame)
     assert got[0]["topics"][0]["partitions"] == [dict(p, error_code=0) for p in partitions]
+
+
+def test_big_bodies_pause_the_collector_and_leave_it_as_they_found_it() -> None:
+    import gc
+
+    from kafkalab.protocol import codec
+
+    spec = api_spec("Metadata").response
+    body = {"brokers": [], "topics": [{"name": f"t{t}", "partitions": [
+        {"partition_index": p, "replica_nodes": [1, 2, 3], "isr_nodes": [1, 2, 3]} for p in range(400)]}
+        for t in range(10)]}
+    frame = encode(spec, 12, body)
+    assert len(frame) >= codec.GC_PAUSE_BYTES
+    seen = []
+    original = compiler.decoder(spec, 12)
+
+    def spy(buf, pos, records):
+        seen.append(gc.isenabled())
+        return original(buf, pos, records)
+    spy.many_objects = original.many_objects
+    key = (id(spec), 12)
+    compiler._DECODERS[key] = (spec, spy)
+    try:
+        assert decode(spec, 12, frame) == decode_reference(spec, 12, frame)
+        assert gc.isenabled() and seen == [False]
+        with pytest.raises(DecodeError):
+            decode(spec, 12, frame[:-1])
+        assert gc.isenabled()
+        gc.disable()
+        decode(spec, 12, frame)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        compiler._DECODERS[key] = (spec, original)

@@ -7,6 +7,7 @@ again to say precisely where and why, so both paths raise the same :class:`Decod
 """
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from ..schema.model import MessageSpec
@@ -18,6 +19,9 @@ from .layout import Layout, build_layout, message_layout
 
 __all__ = ["decode", "encode", "decode_reference", "encode_reference", "header_layout"]
 
+GC_PAUSE_BYTES = 64 << 10   # bodies from this size on (without record sets, whose bytes are not objects)
+                            # are decoded with the cyclic collector paused
+
 
 def decode(spec: MessageSpec, version: int, buf, offset: int = 0, trace: FieldNode | None = None,
            records: str = "batches") -> tuple[dict, int]:
@@ -26,7 +30,13 @@ def decode(spec: MessageSpec, version: int, buf, offset: int = 0, trace: FieldNo
         return decode_struct(message_layout(spec, version), buf, offset, "", trace, records)
     fast = compiler.decoder(spec, version)
     try:
-        return fast(buf, offset, records)
+        if len(buf) < GC_PAUSE_BYTES or not fast.many_objects or not gc.isenabled():
+            return fast(buf, offset, records)
+        gc.disable()        # a big body is many small acyclic containers: collections would walk them for nothing
+        try:
+            return fast(buf, offset, records)
+        finally:
+            gc.enable()
     except Exception:
         # Re-run the reference path: it raises the precise DecodeError (or, if the fast path was wrong
         # to fail, returns the right answer; parity tests make sure that never happens).

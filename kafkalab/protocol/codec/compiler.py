@@ -349,6 +349,9 @@ class _DecoderBuilder:
             em.emit(ind, f"pos += {n} * {width}")
             return
         least = slot.layout.min_size if slot.layout is not None else 1
+        em.emit(ind, f"if not {n}: {out} = []")           # empty (aborted transactions...): the common case
+        em.emit(ind, "else:")
+        ind += 1
         em.emit(ind, f"if {n} > {MAX_ARRAY_LENGTH} or {n} * {least} > blen - pos: _reject()")
         em.emit(ind, f"{out} = []")
         append = em.var("app")
@@ -461,7 +464,9 @@ def build_decoder(layout: Layout, name: str = "decode") -> tuple[Callable, str]:
         em.emit(1, "rec = None if records == 'raw' else _HOOKS[records].decode")
     expr = builder.struct(layout, 1)
     em.emit(1, f"return {expr}, pos")
-    return _compile(em.lines, em.consts, name), "\n".join(em.lines)
+    fn = _compile(em.lines, em.consts, name)
+    fn.many_objects = not _has_records(layout)     # a big body of this kind is many small objects
+    return fn, "\n".join(em.lines)
 
 
 # ---------------------------------------------------------------- encoders
