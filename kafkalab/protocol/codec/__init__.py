@@ -15,6 +15,7 @@ from ..schema.registry import header_spec
 from ..tree import FieldNode
 from . import compiler
 from .interpreter import decode_struct, encode_struct
+from .compiler import _DECODERS
 from .layout import Layout, build_layout, message_layout
 
 __all__ = ["decode", "encode", "decode_reference", "encode_reference", "header_layout"]
@@ -28,7 +29,8 @@ def decode(spec: MessageSpec, version: int, buf, offset: int = 0, trace: FieldNo
     """Decode ``spec`` at ``version`` from ``buf[offset:]``; returns (body, end offset)."""
     if trace is not None:
         return decode_struct(message_layout(spec, version), buf, offset, "", trace, records)
-    fast = compiler.decoder(spec, version)
+    hit = _DECODERS.get((id(spec), version))
+    fast = hit[1] if hit is not None and hit[0] is spec else compiler.decoder(spec, version)
     try:
         if len(buf) < GC_PAUSE_BYTES or not fast.many_objects or not gc.isenabled():
             return fast(buf, offset, records)
