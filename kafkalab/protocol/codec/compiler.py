@@ -121,6 +121,7 @@ class _DecoderBuilder:
     def __init__(self) -> None:
         self.em = _Emitter()
         self.counted: list[str] | None = None   # count variables of int arrays, while a shaped item is emitted
+        self.depth = 0               # structs being emitted, the message itself included
         self.peek = False            # may the slot being emitted also read the byte after it?
         self.peeked: str | None = None   # the variable holding that byte, if it did
 
@@ -129,6 +130,13 @@ class _DecoderBuilder:
 
         A run of fixed-width fields also reads the single byte after it when that byte starts a compact
         length or the tagged-field count (the common one-byte case), saving a separate index operation."""
+        self.depth += 1
+        try:
+            return self._struct(layout, ind)
+        finally:
+            self.depth -= 1
+
+    def _struct(self, layout: Layout, ind: int) -> str:
         em = self.em
         entries: list[str] = []
         items = list(_fixed_runs(layout.slots))
@@ -137,13 +145,18 @@ class _DecoderBuilder:
             if kind == "run":
                 following = items[index + 1][1] if index + 1 < len(items) else None
                 peek = _starts_with_compact_byte(following) if following is not None else layout.flexible
-                fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in item) + ("B" if peek else "")
+                # a record set's length is two or three bytes: read them too where two bytes surely follow
+                # (this item's tag byte, then its parent's)
+                wide = peek and following is not None and following.kind == "records" and self.depth >= 2
+                fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in item) + ("BBB" if wide else "B" if peek else "")
                 unpack = em.const(struct.Struct(fmt).unpack_from, "S")
                 names = [em.var("v") for _ in item]
                 prefetched = em.var("p") if peek else None
-                targets = names + ([prefetched] if peek else [])
+                targets = names + ([prefetched] if peek else []) + (["q1", "q2"] if wide else [])
                 em.emit(ind, f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {unpack}(buf, pos)")
-                em.emit(ind, f"pos += {struct.calcsize(fmt)}")
+                em.emit(ind, f"pos += {struct.calcsize(fmt) - (2 if wide else 0)}")
+                if wide:
+                    prefetched += ":wide"
                 for slot, name in zip(item, names):
                     value = f"_uuid({name})" if slot.wire_type == "uuid" else name
                     entries.append(f"{slot.name!r}: {value}")
@@ -182,28 +195,32 @@ class _DecoderBuilder:
         """Emit reading a length into ``var`` (-1 for null), compact or classic int16/int32."""
         em = self.em
         if compact:
+            wide = prefetched is not None and prefetched.endswith(":wide")
             if prefetched:
-                em.emit(ind, f"{var} = {prefetched} - 1")
+                em.emit(ind, f"{var} = {prefetched.split(':')[0]} - 1")
             else:
                 em.emit(ind, f"{var} = buf[pos] - 1")
                 em.emit(ind, "pos += 1")
             em.emit(ind, f"if {var} >= 127:")
-            self.long_length(ind + 1, var)
+            self.long_length(ind + 1, var, wide)
         else:
             em.emit(ind, f"{var} = {classic}(buf, pos)[0]")
             em.emit(ind, f"pos += {2 if classic == '_i16' else 4}")
 
-    def long_length(self, ind: int, var: str) -> None:
+    def long_length(self, ind: int, var: str, wide: bool = False) -> None:
         """A compact length whose first byte (already read, ``var`` = byte - 1) has the continuation bit: two-
         and three-byte varints (lengths up to 2 MiB: record sets, long strings) are read inline, longer
-        ones by ``_uvarint``. An IndexError on a short buffer sends the caller to the interpreter."""
+        ones by ``_uvarint``. An IndexError on a short buffer sends the caller to the interpreter. ``wide``:
+        the two bytes after the first were read already (as ``q1``, ``q2``)."""
         em = self.em
-        em.emit(ind, "b = buf[pos]")
-        em.emit(ind, "if b < 128:")
-        em.emit(ind + 1, f"{var} += (b << 7) - 128")
+        b, c = ("q1", "q2") if wide else ("b", "c")
+        if not wide:
+            em.emit(ind, "b = buf[pos]")
+        em.emit(ind, f"if {b} < 128:")
+        em.emit(ind + 1, f"{var} += ({b} << 7) - 128")
         em.emit(ind + 1, "pos += 1")
-        em.emit(ind, "elif (c := buf[pos + 1]) < 128:")
-        em.emit(ind + 1, f"{var} += ((b - 128) << 7) + (c << 14) - 128")
+        em.emit(ind, f"elif {c if wide else '(c := buf[pos + 1])'} < 128:")
+        em.emit(ind + 1, f"{var} += (({b} - 128) << 7) + ({c} << 14) - 128")
         em.emit(ind + 1, "pos += 2")
         em.emit(ind, "else:")
         em.emit(ind + 1, f"{var}, pos = _uvarint(buf, pos - 1)")
@@ -245,10 +262,7 @@ class _DecoderBuilder:
         em = self.em
         n = em.var("n")
         self.length(ind, n, compact, "_i16" if "string" in wire_type else "_i32", prefetched)
-        em.emit(ind, f"if {n} < 0:")
-        em.emit(ind + 1, f"if {n} != -1 or not {nullable}: _reject()")
-        em.emit(ind + 1, f"{out} = None")
-        em.emit(ind, "else:")
+        em.emit(ind, f"if {n} >= 0:")
         em.emit(ind + 1, f"end = pos + {n}")
         em.emit(ind + 1, "if end > blen: _reject()")
         if "string" in wire_type:
@@ -256,6 +270,9 @@ class _DecoderBuilder:
         else:
             em.emit(ind + 1, f"{out} = buf[pos:end]")
         em.emit(ind + 1, "pos = end")
+        if nullable:
+            em.emit(ind, f"elif {n} == -1: {out} = None")
+        em.emit(ind, "else: _reject()")
 
     def small_compact_int_array(self, slot: Slot, ind: int, out: str, prefetched: str | None) -> None:
         """The hot case (replica lists, partition ids): a non-nullable compact array of fixed-width ints whose
