@@ -20,12 +20,13 @@ import crc32c
 
 from .batch import CODEC_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE, MIN_RECORD_SIZE
 from .compression import DEFAULT_MAX_INFLATED, decompress
+from .limits import default_budget
 from .recordset import LOG_OVERHEAD, _entry
 
 
 def decode_entry(raw, *, max_inflated: int = DEFAULT_MAX_INFLATED):
     """The reference decoder's object for one batch's wire bytes (a gathered batch that failed a check)."""
-    return _entry(raw, 0, len(raw), max_inflated, None)[0]
+    return _entry(raw, 0, len(raw), default_budget(max_inflated), None)[0]
 
 _PREFIX = struct.Struct(">qi")
 _MAGIC_AT = 16
@@ -75,7 +76,7 @@ def gather(data, tag: Any, into: Batches, *, max_inflated: int = DEFAULT_MAX_INF
     while pos < end:
         size = _regular(buf, pos, end, tag, into, max_inflated)
         if not size:
-            obj, size = _entry(buf, pos, end, max_inflated, None)
+            obj, size = _entry(buf, pos, end, default_budget(max_inflated), None)
             others.append((len(into), obj))
         pos += size
     return others
