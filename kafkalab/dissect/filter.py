@@ -174,7 +174,11 @@ class _Parser:
 
     @property
     def token(self) -> _Token:
-        return self.tokens[self.i]
+        return self.ahead(0)
+
+    def ahead(self, k: int) -> _Token:
+        """The token ``k`` places on; past the end, the end token (an unfinished filter reads as ended)."""
+        return self.tokens[min(self.i + k, len(self.tokens) - 1)]
 
     def error(self, message: str, token: _Token | None = None) -> FilterError:
         return FilterError(message, self.text, (token or self.token).position)
@@ -230,7 +234,7 @@ class _Parser:
         elif self.word() in ("in", "contains", "matches"):
             op = self.word()
             self.i += 1
-        elif self.word() == "not" and self.word(self.tokens[self.i + 1]) == "in":
+        elif self.word() == "not" and self.word(self.ahead(1)) == "in":
             op = "not in"
             self.i += 2
         if op is None:
@@ -297,7 +301,7 @@ class _Parser:
 
     def _set_ahead(self) -> bool:
         """After '(': a literal followed by ',' or ')' starts a set, anything else an expression."""
-        token, after = self.tokens[self.i], self.tokens[self.i + 1]
+        token, after = self.ahead(0), self.ahead(1)
         literal = token.kind in ("string", "number") or self.word(token) in ("true", "false", "null", "none")
         if token.kind == "op" and token.text == ")":
             return True
