@@ -48,8 +48,8 @@ class FrameSource:
         """The Frame objects when the source is (or lists) them cheaply, else None."""
         if self._list is not None:
             return self._list
-        listed = getattr(self.source, "frame_list", None)
-        if isinstance(listed, list):
+        listed = getattr(self.source, "__dict__", {}).get("frame_list")     # a live capture's growing list,
+        if isinstance(listed, list):                                     # never a property that builds one
             return listed
         frames = self.source.frames
         frames = frames() if callable(frames) else frames

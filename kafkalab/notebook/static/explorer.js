@@ -24,6 +24,9 @@ const COLUMN_WIDTH = {
   api_name: "14ch", api_version: "3ch", correlation_id: "7ch", client_id: "14ch", size: "7ch",
   latency_ms: "8ch", error: "13ch", record_count: "5ch", summary: "minmax(28ch, 1fr)",
 };
+const DROP_ORDER = ["stream", "client_id", "record_count", "dst", "src", "time", "api_version", "correlation_id"];
+const SUMMARY_MIN_CH = 30; // narrower than this, columns are dropped (in DROP_ORDER) so the summary stays in view
+const CELL_PAD_PX = 12;
 const COLUMN_HEAD = {
   frame: "No.", src: "source", dst: "destination", kind: "", api_name: "API", api_version: "v",
   correlation_id: "corr", latency_ms: "ms", record_count: "recs",
@@ -107,9 +110,38 @@ function render({ model, el }) {
   el.append(root);
 
   // ---------------------------------------------------------------- frame list (virtual)
-  function columns() { return model.get("columns"); }
+  let shown = [], chPx = 0;
+
+  // The columns that fit: the summary keeps SUMMARY_MIN_CH characters; the least telling columns go first.
+  function fitColumns() {
+    if (!chPx) {
+      const probe = h("span", { text: "0".repeat(20), style: "position:absolute;visibility:hidden" });
+      list.append(probe);
+      chPx = probe.getBoundingClientRect().width / 20;
+      probe.remove();
+    }
+    const width = list.clientWidth;
+    const cols = model.get("columns").slice();
+    const need = (cs) => cs.filter((c) => c !== "summary")
+      .reduce((sum, c) => sum + parseFloat(COLUMN_WIDTH[c] || "10ch") * chPx + CELL_PAD_PX, 0);
+    if (width && chPx) {
+      for (const c of DROP_ORDER) {
+        if (need(cols) + SUMMARY_MIN_CH * chPx <= width) break;
+        const at = cols.indexOf(c);
+        if (at >= 0) cols.splice(at, 1);
+      }
+    }
+    const changed = cols.join() !== shown.join();
+    shown = cols;
+    return changed;
+  }
+
+  function columns() { return shown; }
 
   function drawHead() {
+    fitColumns();
+    const hidden = model.get("columns").filter((c) => !shown.includes(c));
+    head.title = hidden.length ? `hidden to keep the summary in view: ${hidden.join(", ")} (widen to show)` : "";
     const sort = model.get("sort");
     list.style.setProperty("--kl-columns", columns().map((c) => COLUMN_WIDTH[c] || "10ch").join(" "));
     head.replaceChildren(...columns().map((c) => {
@@ -142,7 +174,7 @@ function render({ model, el }) {
     const out = [];
     for (let i = first; i < last; i++) {
       const row = rows.cache.get(i);
-      if (!row) { request(Math.floor(i / PAGE)); out.push(h("div", { class: "kl-row kl-loading", "data-index": String(i) })); continue; }
+      if (!row) { request(Math.floor(i / PAGE)); out.push(h("div", { class: "kl-placeholder", "data-index": String(i) })); continue; }
       const tr = h("div", { class: "kl-row", "data-frame": String(row.frame), "data-index": String(i) });
       if (row.frame === selected) tr.classList.add("kl-selected");
       if (row.error) tr.classList.add("kl-error");
@@ -446,7 +478,12 @@ function render({ model, el }) {
   }
 
   // The first layout (the element is attached after render) and every resize: redraw rows, re-reveal.
-  const resized = new ResizeObserver(() => { showSelectedRow(); revealSelection(); scheduleDraw(); });
+  const resized = new ResizeObserver(() => {
+    if (fitColumns()) drawHead();
+    showSelectedRow();
+    revealSelection();
+    scheduleDraw();
+  });
   resized.observe(list);
 
   const onHeight = () => { root.style.height = model.get("height"); };
