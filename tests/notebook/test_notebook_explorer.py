@@ -260,12 +260,12 @@ def test_apply_as_filter_from_a_field(explorer) -> None:
     assert explorer.field_filter == ""
 
 
-def test_the_saved_outputs_pair_snapshot_and_live_view(explorer) -> None:
+def test_the_saved_outputs_pair_snapshot_and_live_view(explorer, monkeypatch) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
     published = []
-    shell.display_pub.publish = lambda data, metadata=None, **kw: published.append(data)
+    monkeypatch.setattr(shell.display_pub, "publish", lambda data, metadata=None, **kw: published.append(data))
     explorer.select("acks", frame=2)
     explorer._ipython_display_()
     snapshot, live = published
