@@ -261,11 +261,10 @@ def test_apply_as_filter_from_a_field(explorer) -> None:
 
 
 def test_the_saved_outputs_pair_snapshot_and_live_view(explorer, monkeypatch) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
+    import IPython.display
 
-    shell = InteractiveShell.instance()
     published = []
-    monkeypatch.setattr(shell.display_pub, "publish", lambda data, metadata=None, **kw: published.append(data))
+    monkeypatch.setattr(IPython.display, "publish_display_data", lambda data, metadata=None: published.append(data))
     explorer.select("acks", frame=2)
     explorer._ipython_display_()
     snapshot, live = published
