@@ -30,8 +30,9 @@ STATIC = Path(__file__).parent / "static"
 
 
 class Explorer(anywidget.AnyWidget):
-    """``Explorer(source)``: a Frame, a list of Frames, a Capture (``cap[n]``) or a Broker/Journal
-    (``.frame(n)``), all with the data-model ``frames`` table."""
+    """``Explorer(source, select=path, follow=False)``: a Frame, a list of Frames, a Capture (``cap[n]``) or a
+    Broker/Journal (``.frame(n)``), all with the data-model ``frames`` table. ``follow=True`` (or a poll
+    interval in seconds) keeps appending the source's new frames."""
 
     _esm = STATIC / "explorer.js"
     _css = STATIC / "explorer.css"
@@ -52,7 +53,8 @@ class Explorer(anywidget.AnyWidget):
     following = traitlets.Bool(False).tag(sync=True)
     height = traitlets.Unicode("560px").tag(sync=True)
 
-    def __init__(self, source: Any = (), *, select: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, source: Any = (), *, select: str | None = None, follow: bool | float = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._lock = threading.RLock()
         self._source = model.FrameSource(list(source) if isinstance(source, tuple) else source)
@@ -65,6 +67,8 @@ class Explorer(anywidget.AnyWidget):
             self.selected_frame = self._listing.frame_at(0)
         if select:
             self.select(select)
+        if follow:
+            self.follow(interval=1.0 if follow is True else float(follow))
 
     # ------------------------------------------------------------ frames
 
