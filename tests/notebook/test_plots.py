@@ -17,6 +17,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+from pathlib import Path
 
 from kafkalab.dissect.frame import frame_from_message, frames_table
 from kafkalab.dissect.tables import exchanges_table
@@ -347,7 +348,8 @@ def test_plots_draw_their_data(traffic, lag_scenario):
     ax = plots.plot_latency(traffic)
     assert len(ax.collections) == 3                          # Metadata, ApiVersions, Produce
     ax = plots.plot_latency_percentiles(traffic)
-    assert len(ax.patches) == 4 * 3                          # p50, p90, p99, max for three APIs
+    points = [c for c in ax.collections if c.get_label() in ("p50", "p90", "p99", "max")]
+    assert [len(c.get_offsets()) for c in points] == [3] * 4      # p50, p90, p99, max for three APIs
     ax = plots.plot_errors(traffic)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(dict.fromkeys(
         plots.error_timeline(traffic)["api_name"]))
@@ -383,3 +385,80 @@ def test_compare_frames_keeps_what_differs():
     everything = plots.compare_frames(_produce(), _produce(), differences_only=False)
     leaves = [n for n in _produce().tree.walk() if not n.children]
     assert len(everything) == len(leaves) and everything["same"].all()
+
+
+# ---------------------------------------------------------------- readable on every shipped capture
+
+CAPTURES = sorted((Path(__file__).resolve().parents[2] / "captures").glob("*.pcap"))
+PLOTS = ["plot_latency", "plot_latency_percentiles", "plot_errors", "plot_throughput", "plot_consumer_lag"]
+
+
+def _texts(fig):
+    """Every visible, non-empty text of a drawn figure with its box on the canvas."""
+    from matplotlib.text import Text
+
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    out = []
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not str(text.get_text()).strip():
+            continue
+        box = text.get_window_extent(renderer)
+        if box.width > 1 and box.height > 1 and box.overlaps(canvas):    # drawn (not an unused tick slot)
+            out.append((text.get_text(), box))
+    return out
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 - 1 and b.x0 < a.x1 - 1 and a.y0 < b.y1 - 1 and b.y0 < a.y1 - 1
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("name", PLOTS)
+def test_every_plot_on_every_shipped_capture_is_readable(capture, name):
+    """No two labels overlap, and an axis either shows data or its title says there is none."""
+    import matplotlib.pyplot as plt
+
+    import kafkalab
+
+    cap = kafkalab.read_capture(capture)
+    source = cap.frame_list if name == "plot_consumer_lag" else cap
+    ax = getattr(plots, name)(source)
+    fig = ax.figure
+    fig.canvas.draw()
+    texts = _texts(fig)
+    clashes = [(a, b) for i, (a, box_a) in enumerate(texts) for b, box_b in texts[i + 1:] if _overlaps(box_a, box_b)]
+    assert not clashes, f"{name} on {capture.name}: overlapping labels {clashes[:5]}"
+    drawn = [c for c in ax.collections if len(c.get_offsets()) or len(getattr(c, "get_segments", list)())]
+    has_data = bool(drawn or [line for line in ax.get_lines() if len(line.get_xdata())] or ax.patches)
+    title = ax.get_title()
+    assert has_data or ":" in title and ("no " in title or "none" in title), f"{name} on {capture.name} is empty"
+    low, high = ax.get_xlim()
+    if has_data and ax.dataLim.width == 0 and name != "plot_latency_percentiles":
+        assert high - low >= 1.0, f"{name} on {capture.name}: one instant on a {high - low:.3f} s axis"
+    plt.close("all")
+
+
+def test_twenty_apis_get_twenty_looks():
+    looks = {tuple(plots.common.style_of(i).values()) for i in range(40)}
+    assert len(looks) == 40
+
+
+def test_single_commit_lag_is_a_labelled_point_on_a_readable_axis(lag_scenario):
+    import matplotlib.pyplot as plt
+
+    one = plots.offsets_table(lag_scenario).head(0)
+    lag = plots.consumer_lag(lag_scenario)
+    first = lag.head(1)
+    ax = plots.plot_consumer_lag(plots.offsets_table(lag_scenario)[
+        plots.offsets_table(lag_scenario)["frame"] <= int(first["frame"].iloc[0])])
+    low, high = ax.get_xlim()
+    assert high - low >= 1.0 and [t.get_text() for t in ax.texts] == [str(int(first["lag"].iloc[0]))]
+    assert one.empty
+    plt.close("all")
+
+
+def test_throughput_picks_bins_for_the_span():
+    assert plots.throughput.__module__.endswith("throughput")
+    from kafkalab.notebook.plots.throughput import auto_freq
+    assert auto_freq(0.2) == "10ms" and auto_freq(60) == "2s" and auto_freq(0) == "1ms"
