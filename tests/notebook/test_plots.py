@@ -462,3 +462,20 @@ def test_throughput_picks_bins_for_the_span():
     assert plots.throughput.__module__.endswith("throughput")
     from kafkalab.notebook.plots.throughput import auto_freq
     assert auto_freq(0.2) == "10ms" and auto_freq(60) == "2s" and auto_freq(0) == "1ms"
+
+
+def test_latency_stats_count_acks0_and_kip511_fallbacks_apart():
+    """A real client's ApiVersions fallback (captures/lossy.pcap) is negotiation, not an error; acks=0
+    Produce requests are their own column, not 'unanswered 0'."""
+    import kafkalab
+
+    stats = plots.latency_stats(kafkalab.read_capture(Path(__file__).resolve().parents[2] / "captures" / "lossy.pcap"))
+    versions = stats.loc["ApiVersions"]
+    assert (versions["version_fallbacks"], versions["errors"], versions["answered"]) == (2, 0, 4)
+    exchanges = plots.exchanges_of(kafkalab.read_capture(
+        Path(__file__).resolve().parents[2] / "captures" / "lossy.pcap")).copy()
+    produce = exchanges["api_name"] == "Produce"
+    exchanges.loc[produce, "expects_response"] = False             # as if sent with acks=0
+    exchanges.loc[produce, "response_frame"] = pd.NA
+    row = plots.latency_stats(exchanges).loc["Produce"]
+    assert row["acks0"] == row["requests"] == int(produce.sum()) and row["unanswered"] == 0

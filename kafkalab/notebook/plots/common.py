@@ -32,7 +32,7 @@ LAG_COLUMNS = ["time", "frame", "group", "topic", "partition", "high_watermark",
 ERROR_COLUMNS = ["time", "frame", "stream", "api_name", "kind", "category", "detail"]
 
 
-STATS_COLUMNS = ["requests", "answered", "unanswered", "errors", "mean_ms"]
+STATS_COLUMNS = ["requests", "answered", "acks0", "unanswered", "errors", "version_fallbacks", "mean_ms"]
 
 
 UNKNOWN_TOPIC = "(topic id)"

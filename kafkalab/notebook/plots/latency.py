@@ -3,13 +3,18 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from kafkalab.protocol.messages import UNSUPPORTED_VERSION
+from kafkalab.protocol.schema.headers import API_VERSIONS
+
 from .common import PALETTE, STATS_COLUMNS, _origin, _plain_log_ticks, _pyplot, _seconds, _time_axis, exchanges_of, style_of
 
 
 def latency_stats(source: Any, percentiles: Iterable[float] = (50, 90, 99), by: str = "api_name"):
-    """Latency by API (or ``by`` another exchanges column): request count, answered and unanswered
-    requests (acks=0 Produce requests expect no answer and are not counted as unanswered), responses
-    carrying an error, mean and percentile latencies in ms, and the maximum; most requested first."""
+    """Latency by API (or ``by`` another exchanges column): request count, answered requests, ``acks0``
+    (Produce requests sent with acks=0: no answer is expected, so they are neither answered nor
+    unanswered), unanswered requests, responses carrying an error, ``version_fallbacks`` (ApiVersions
+    answered with UNSUPPORTED_VERSION, the normal KIP-511 negotiation, not counted as errors), mean and
+    percentile latencies in ms, and the maximum; most requested first."""
     import pandas as pd
 
     table = exchanges_of(source)
@@ -22,9 +27,11 @@ def latency_stats(source: Any, percentiles: Iterable[float] = (50, 90, 99), by: 
         latency = group["latency_ms"].dropna().astype("float64")
         answered = int(group["response_frame"].notna().sum())
         expected = group["expects_response"].astype(bool)
-        row = {"requests": len(group), "answered": answered,
+        codes = group["error_code"].fillna(0)
+        fallback = (group["api_key"] == API_VERSIONS) & (codes == UNSUPPORTED_VERSION)
+        row = {"requests": len(group), "answered": answered, "acks0": int((~expected).sum()),
                "unanswered": int((group["response_frame"].isna() & expected).sum()),
-               "errors": int((group["error_code"].fillna(0) != 0).sum()),
+               "errors": int(((codes != 0) & ~fallback).sum()), "version_fallbacks": int(fallback.sum()),
                "mean_ms": latency.mean() if len(latency) else float("nan")}
         for p in percentiles:
             row[f"p{_pct_label(p)}_ms"] = latency.quantile(p / 100) if len(latency) else float("nan")
