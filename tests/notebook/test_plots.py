@@ -378,7 +378,9 @@ def test_compare_frames_keeps_what_differs():
         ["acks", "-1", "0", 2, 2, False]]
     diff = plots.compare_frames(_produce("none"), _produce("zstd"))
     by_field = {path.rsplit(".", 1)[-1]: (a, b) for path, a, b in zip(diff["path"], diff["a"], diff["b"])}
-    assert by_field["attributes"] == ("0", "4")                    # the codec bits
+    assert by_field["attributes"] == ("0 (none, CreateTime)", "4 (zstd, CreateTime)")     # the codec bits
+    longest = max(diff["path"], key=len)
+    assert len(longest) > 50 and longest in repr(diff) and longest in diff._repr_html_()   # paths kept whole
     assert {"crc", "batch_length", "size", "deflated", "inflated"} <= set(by_field)
     assert pd.isna(by_field["deflated"][0]) and by_field["deflated"][1] == "[compressed]"
     assert not any(".records[0].records[" in path for path in diff["path"])   # same records once inflated
