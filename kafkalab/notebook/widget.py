@@ -137,11 +137,11 @@ class Explorer(anywidget.AnyWidget):
         with self._lock:
             try:
                 self._listing.apply(self.filter_text, self.sort)
-                error = ""
-            except (FilterError, KeyError) as exc:
-                error = str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)
+            except (FilterError, KeyError) as exc:     # the list stays as it was; the box says why
+                self.filter_error = str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)
+                return
             with self.hold_sync():
-                self.filter_error = error
+                self.filter_error = ""
                 self.row_total = len(self._listing.table)
                 self.match_total = len(self._listing)
                 self.list_version += 1

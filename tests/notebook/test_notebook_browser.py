@@ -139,6 +139,13 @@ RUN_IN_KERNEL = """async (code) => {
 }"""
 
 
+def inside(page, selector: str, container: str) -> bool:
+    """Whether the element is within its scrolling container's visible box."""
+    item, box = page.locator(selector).first.bounding_box(), page.locator(container).first.bounding_box()
+    return (box["x"] - 1 <= item["x"] and item["x"] + item["width"] <= box["x"] + box["width"] + 1
+            and box["y"] - 1 <= item["y"] and item["y"] + item["height"] <= box["y"] + box["height"] + 1)
+
+
 def selected_offsets(page) -> list[int]:
     return page.eval_on_selector_all(".kl-hex .kl-byte.kl-sel", "cells => cells.map(c => Number(c.dataset.offset))")
 
@@ -151,7 +158,7 @@ def test_explorer_in_jupyterlab(lab) -> None:
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
             page.set_default_timeout(30_000)
-            page.goto(lab + "lab/tree/explore.ipynb")
+            page.goto(lab + "lab/tree/explore.ipynb?reset")
             page.wait_for_function(KERNEL_IDLE, timeout=60_000)
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
             page.wait_for_selector('.kl-explorer[data-ready="1"]', state="attached")
@@ -221,6 +228,8 @@ def test_explorer_in_jupyterlab(lab) -> None:
             assert page.eval_on_selector_all(".kl-hex .kl-char.kl-sel", "cs => cs.map(c => c.textContent).join('')") \
                 == "order-1"
             page.wait_for_selector(f'.kl-node[data-path="{KEY_PATH}"] > .kl-label.kl-selected', state="visible")
+            assert inside(page, f'.kl-node[data-path="{KEY_PATH}"] > .kl-label', ".kl-tree")   # scrolled to it
+            assert inside(page, ".kl-hexrow:first-of-type .kl-char:last-child", ".kl-hex")   # ASCII not clipped
 
             # a byte of the inflated buffer selects the record field inside it
             page.click('.kl-hex .kl-byte[data-offset="14"]')
@@ -278,7 +287,7 @@ def test_saved_notebook_reopened_untrusted_shows_the_static_snapshot(lab, monkey
         browser = launch(playwright)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(lab + "lab/tree/saved.ipynb")
+            page.goto(lab + "lab/tree/saved.ipynb?reset")
             page.wait_for_selector(".jp-OutputArea-output mark", state="attached", timeout=60_000)
             assert page.locator(".jp-OutputArea-output mark").count() == 2
             assert "Produce v9 request" in page.locator(".jp-OutputArea-output").first.inner_text()
@@ -301,7 +310,7 @@ def test_notebook_saved_in_jupyterlab_shows_the_snapshot_after_its_kernel_is_gon
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
-            open_and_run(page, lab + "lab/tree/reopen.ipynb")
+            open_and_run(page, lab + "lab/tree/reopen.ipynb?reset")
             page.wait_for_selector('.kl-explorer[data-ready="1"]', state="visible")
             page.wait_for_selector(".kl-snapshot", state="hidden")            # live: the snapshot steps aside
             page.evaluate("() => { window.jupyterapp.commands.execute('docmanager:save'); }")
@@ -318,7 +327,7 @@ def test_notebook_saved_in_jupyterlab_shows_the_snapshot_after_its_kernel_is_gon
 
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(60_000)
-            page.goto(lab + "lab/tree/reopen.ipynb")
+            page.goto(lab + "lab/tree/reopen.ipynb?reset")
             page.wait_for_function(KERNEL_IDLE, timeout=90_000)
             snapshot = page.locator(".kl-snapshot")
             snapshot.wait_for(state="visible")
@@ -331,6 +340,45 @@ def test_notebook_saved_in_jupyterlab_shows_the_snapshot_after_its_kernel_is_gon
             page.wait_for_selector('.kl-explorer[data-ready="1"]', state="visible")
             page.wait_for_selector('.kl-tree[data-selected-path="acks"]')
             page.wait_for_selector(".kl-snapshot", state="hidden")
+        finally:
+            browser.close()
+
+
+EVICTING_CODE = """\
+from kafkalab.broker.journal import Journal
+from kafkalab.notebook import explore, sample_frames
+produce = sample_frames()[1]
+journal = Journal(max_frames=5)
+def send(n):
+    journal.request(1.7e9 + n, 1, "127.0.0.1:5000", "127.0.0.1:9092", produce.raw, 0, 9, "demo")
+for n in range(5):
+    send(n)
+ex = explore(journal)
+for n in range(5, 8):      # the ring moves on: frames 1..3 are evicted, still listed in the explorer
+    send(n)
+ex"""
+
+
+def test_an_evicted_frame_says_what_happened(lab) -> None:
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(LAB_ROOT[lab] / "evicted.ipynb", EVICTING_CODE)
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            open_and_run(page, lab + "lab/tree/evicted.ipynb?reset")
+            page.wait_for_selector('.kl-row[data-frame="5"]')
+            page.click('.kl-row[data-frame="2"]')
+            page.wait_for_selector('.kl-explorer[data-notice*="frame 2 is not in the journal"]')
+            assert "not available" in page.locator(".kl-title").inner_text()
+            assert "holds frames 4..8" in page.locator(".kl-missing").inner_text()
+            assert page.locator(".kl-node").count() == 0 and page.locator(".kl-byte").count() == 0
+            page.click('.kl-row[data-frame="5"]')
+            page.wait_for_selector('.kl-explorer[data-notice=""]')
+            page.wait_for_selector('.kl-node[data-path="acks"]')
+            assert page.locator(".kl-byte").count() == len(b"x" * 197)
         finally:
             browser.close()
 
@@ -370,7 +418,7 @@ def test_a_100000_frame_capture_scrolls_to_its_last_frame(lab, big_capture) -> N
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.set_default_timeout(120_000)
-            page.goto(lab + "lab/tree/big.ipynb")
+            page.goto(lab + "lab/tree/big.ipynb?reset")
             page.wait_for_function(KERNEL_IDLE, timeout=90_000)
             started = time.monotonic()
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
