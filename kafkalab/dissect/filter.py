@@ -171,6 +171,7 @@ class _Parser:
         self.columns = columns
         self.tokens = _tokens(text)
         self.i = 0
+        self.used: set[str] = set()          # the columns the expression reads
 
     @property
     def token(self) -> _Token:
@@ -267,6 +268,7 @@ class _Parser:
             if token.text not in self.columns:
                 known = ", ".join(sorted(self.columns))
                 raise self.error(f"unknown column {token.text!r} (columns: {known})", token)
+            self.used.update(("time", "ts") if token.text in ("time", "ts") else (token.text,))
             return _Operand("column", token.text, token.position, _getter(token.text))
         if token.kind == "end":
             raise self.error("unexpected end of filter")
@@ -421,7 +423,9 @@ class Filter:
 
     def __init__(self, expression: str, columns: dict[str, str] | None = None) -> None:
         self.expression = expression
-        self._predicate = _Parser(expression, columns or COLUMN_KINDS).parse()
+        parser = _Parser(expression, columns or COLUMN_KINDS)
+        self._predicate = parser.parse()
+        self.columns_used = frozenset(parser.used)
 
     def __call__(self, row: Any) -> bool:
         return bool(self._predicate(row))
@@ -436,7 +440,9 @@ class Filter:
         """A boolean Series over a frames table (rows read with ``itertuples``)."""
         import pandas as pd
 
-        values = [bool(self._predicate(row)) for row in table.itertuples(index=False)]
+        needed = [c for c in table.columns if c in self.columns_used]     # read only what the filter uses
+        rows = table[needed].itertuples(index=False) if needed else table.itertuples(index=False)
+        values = [bool(self._predicate(row)) for row in rows]
         return pd.Series(values, index=table.index, dtype=bool)
 
 

@@ -199,15 +199,15 @@ def frame_html(frame: Any, highlight: str | None = None, *, bytes_open: bool = F
 
 
 def frames_html(frames: Any, max_rows: int = 50, columns: Iterable[str] = TABLE_COLUMNS, *,
-                first: int = 0, selected: int | None = None) -> str:
-    """A frames table (DataFrame with the data-model columns, or a list of Frames) as a plain HTML table:
-    ``max_rows`` rows from row ``first``; the row of frame ``selected`` is highlighted."""
+                selected: int | None = None) -> str:
+    """A frames table (DataFrame with the data-model columns, or a list of Frames) as a plain HTML table of
+    its first ``max_rows`` rows; the row of frame ``selected`` is highlighted."""
     table = _as_table(frames)
     columns = [c for c in columns if c in table.columns]
     cell = "padding:1px 8px;border-bottom:1px solid #e1e4e8;text-align:left;white-space:nowrap"
     parts = [f'<div style="{MONO}"><table style="border-collapse:collapse">',
              "<tr>" + "".join(f'<th style="{cell}">{escape(c)}</th>' for c in columns) + "</tr>"]
-    for row in table.iloc[first:first + max_rows].itertuples(index=False):
+    for row in table.head(max_rows).itertuples(index=False):
         values = row._asdict()
         error = values.get("error")
         styles = [HIGHLIGHT] if selected is not None and values.get("frame") == selected else []
@@ -217,8 +217,7 @@ def frames_html(frames: Any, max_rows: int = 50, columns: Iterable[str] = TABLE_
                                                   for c in columns) + "</tr>")
     parts.append("</table>")
     if len(table) > max_rows:
-        shown = f"{max_rows}" if not first else f"rows {first + 1}..{min(len(table), first + max_rows)}"
-        parts.append(f'<div style="{MUTED}">showing {shown} of {len(table)} frames</div>')
+        parts.append(f'<div style="{MUTED}">showing {max_rows} of {len(table)} frames</div>')
     parts.append("</div>")
     return "".join(parts)
 
@@ -241,22 +240,21 @@ def snapshot_switch(snapshot: str) -> str:
     return f'<div class="kl-snapshot">{SNAPSHOT_SWITCH}{snapshot}</div>'
 
 
-def explorer_snapshot_html(table: Any, frame: Any, highlight: str | None, filter_text: str = "",
-                           max_rows: int = 50) -> str:
-    """What the Explorer looks like, without a kernel: the frame list around the selected frame, then that
-    frame's tree and bytes side by side, the selected field marked in both."""
+def explorer_snapshot_html(window: Any, total: int, first: int, frame: Any, highlight: str | None,
+                           filter_text: str = "") -> str:
+    """What the Explorer looks like, without a kernel: ``window``, the rows of the frame list from row
+    ``first`` of ``total`` (around the selected frame), then that frame's tree and bytes, the selected field
+    marked in both."""
     number = int(frame.frame) if frame is not None else None
-    first = 0
-    if number is not None and len(table):
-        hits = (table["frame"] == number).to_numpy().nonzero()[0]
-        first = max(0, int(hits[0]) - 5) if len(hits) else 0
-    head = f"kafkalab Explorer · {len(table)} frames"
+    head = f"kafkalab Explorer · {total} frames"
     head += f" matching {filter_text!r}" if filter_text else ""
     head += f" · frame {number} selected" if number is not None else ""
+    shown = f"rows {first + 1}..{first + len(window)} of {total}" if len(window) < total else f"{total} rows"
     parts = [f'<div style="{MONO}"><div style="font-weight:600">{escape(head)} '
              f'<span style="{MUTED};font-weight:400">(a snapshot: run the cell for the live explorer)</span></div>',
              f'<div style="max-height:16em;overflow:auto">'
-             f'{frames_html(table, max_rows, first=first, selected=number)}</div>']
+             f'{frames_html(window, len(window), selected=number)}</div>',
+             f'<div style="{MUTED}">{escape(shown)}</div>']
     if frame is not None:
         parts.append(frame_html(frame, highlight, bytes_open=True))
     parts.append("</div>")

@@ -252,8 +252,11 @@ class Explorer(anywidget.AnyWidget):
                 selected = self.frame(self.selected_frame)
             except (KeyError, IndexError):
                 selected = None
-        return explorer_snapshot_html(self._listing.table.iloc[self._listing.order], selected,
-                                      self.selected_path or None, self.filter_text)
+        at = max(0, self.selected_index)
+        first = max(0, at - 5)
+        window = self._listing.table.iloc[self._listing.order[first:first + 50]]
+        return explorer_snapshot_html(window, len(self._listing), first, selected, self.selected_path or None,
+                                      self.filter_text)
 
     def _repr_mimebundle_(self, **kwargs: Any):
         bundle = super()._repr_mimebundle_(**kwargs)
