@@ -10,7 +10,7 @@ import pytest
 from kafkalab.dissect.frame import FRAME_COLUMNS, frame_from_message, frames_table
 from kafkalab.protocol import decode_request, decode_response, encode_request
 from kafkalab.protocol.correlation import Correlator
-from kafkalab.protocol.framing import FrameSplitter, FrameTooLarge
+from kafkalab.protocol.framing import FrameTooLarge, check_size, cut_frames, frame_size
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -20,21 +20,37 @@ def golden_frames(client: str) -> list[bytes]:
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 7, 1000])
-def test_splitter_reassembles_any_chunking(chunk: int) -> None:
+def test_cut_frames_over_any_chunking(chunk: int) -> None:
+    """Bytes arriving in any chunks, cut as they come: the same frames, and ``need`` says how many bytes the
+    next frame wants (its prefix included) once its prefix is in."""
     frames = golden_frames("confluent")[:20]
     stream = b"".join(frames)
-    splitter = FrameSplitter()
-    out = []
+    buffer, out = bytearray(), []
     for i in range(0, len(stream), chunk):
-        out.extend(splitter.feed(stream[i:i + chunk]))
-    assert out == frames and splitter.buffered == 0 and splitter.consumed == len(stream)
+        buffer += stream[i:i + chunk]
+        cut = cut_frames(buffer)
+        out.extend(bytes(buffer[start:end]) for start, end in cut.frames)
+        assert cut.impossible is None
+        if len(buffer) - cut.stop >= 4:
+            assert cut.need == 4 + frame_size(buffer, cut.stop) > len(buffer) - cut.stop
+        del buffer[:cut.stop]
+    assert out == frames and not buffer
+
+
+def test_cut_frames_within_bounds_copies_nothing() -> None:
+    frames = golden_frames("confluent")[:3]
+    stream = b"junk" + b"".join(frames) + b"\x00\x00"
+    cut = cut_frames(stream, 4, len(stream) - 2)
+    assert [stream[a:b] for a, b in cut.frames] == frames and cut.stop == len(stream) - 2 and cut.need == 4
 
 
 @pytest.mark.parametrize("size", [-1, 101 * 1024 * 1024])
-def test_splitter_refuses_impossible_sizes_before_buffering(size: int) -> None:
-    splitter = FrameSplitter(max_frame_size=100 * 1024 * 1024)
+def test_impossible_sizes_are_reported_before_buffering(size: int) -> None:
+    good = golden_frames("confluent")[0]
+    cut = cut_frames(good + struct.pack(">i", size) + b"\x00" * 10, max_frame_size=100 * 1024 * 1024)
+    assert cut.frames == [(0, len(good))] and cut.stop == len(good) and cut.impossible == size
     with pytest.raises(FrameTooLarge, match="outside"):
-        splitter.feed(struct.pack(">i", size) + b"\x00" * 10)
+        check_size(cut.impossible, 100 * 1024 * 1024)
 
 
 def test_correlator_pipelining_and_acks_zero() -> None:

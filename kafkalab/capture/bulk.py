@@ -37,11 +37,12 @@ from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
 from kafkalab.pcap.files import PCAP_MAGICS, PCAPNG_SHB, LinkRecord
 from kafkalab.protocol.correlation import PRODUCE, expects_response
+from kafkalab.protocol.framing import MAX_FRAME_SIZE as MAX_FRAME
+from kafkalab.protocol.framing import cut_frames
 
 from .analyzer import Analyzer
 from .bulk_records import Bail, pcap_records, pcapng_records
 from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FrameStore
-from .framing import MAX_FRAME
 from .session import _KEEP_MESSAGES, API_VERSIONS, advertised_ranges, unpaired_response
 
 SEQ_MOD = 1 << 32
@@ -244,7 +245,7 @@ def _classify(data: bytes, columns: list, kafka_ports: frozenset):
                 if conn.pending[side] is None and length >= 4 and unpack(data, start)[0] == length - 4 \
                         and length - 4 <= MAX_FRAME:        # one whole frame: the common case, inline
                     frames.append((i, conn, side, delivered, start, start + length))
-                elif not _cut(data, conn, side, i, start, length, delivered, frames, unpack):
+                elif not _cut(data, conn, side, i, start, length, delivered, frames):
                     conn.irregular = True
                     continue
                 conn.delivered[side] = delivered + length
@@ -273,7 +274,7 @@ def _classify(data: bytes, columns: list, kafka_ports: frozenset):
 
 
 def _cut(data: bytes, conn: _Conn, side: int, position: int, start: int, length: int, delivered: int,
-         frames: list, unpack) -> bool:
+         frames: list) -> bool:
     """Cut the frames a data segment completes; False when the stream does not cut into whole frames."""
     pos, end = start, start + length
     pending = conn.pending[side]
@@ -288,16 +289,15 @@ def _cut(data: bytes, conn: _Conn, side: int, position: int, start: int, length:
         frames.append((position, conn, side, offset, 0, 0, pieces))
         conn.pending[side] = None
         pos += missing
-    while pos + 4 <= end:
-        size = unpack(data, pos)[0]
-        if size < 0 or size > MAX_FRAME:
-            return False
-        stop = pos + 4 + size
-        if stop > end:
-            conn.pending[side] = [delivered + pos - start, 4 + size, end - pos, [(pos, end)]]
-            return True
-        frames.append((position, conn, side, delivered + pos - start, pos, stop))
-        pos = stop
+    cut = cut_frames(data, pos, end)
+    for start_at, stop in cut.frames:
+        frames.append((position, conn, side, delivered + start_at - start, start_at, stop))
+    pos = cut.stop
+    if cut.impossible is not None:
+        return False
+    if cut.need > 4:
+        conn.pending[side] = [delivered + pos - start, cut.need, end - pos, [(pos, end)]]
+        return True
     return pos == end                           # a size prefix split across segments: not handled here
 
 
