@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kafkalab.dissect.frame import FRAME_COLUMNS, frame_from_message, frames_table
-from kafkalab.protocol import decode_request, decode_response, encode_request
-from kafkalab.protocol.correlation import Correlator
+from kafkalab.protocol import decode_request, decode_response, encode_request, encode_response
+from kafkalab.protocol.correlation import expects_response, infer_response, inference_tiers
 from kafkalab.protocol.framing import FrameTooLarge, check_size, cut_frames, frame_size
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -53,15 +53,16 @@ def test_impossible_sizes_are_reported_before_buffering(size: int) -> None:
         check_size(cut.impossible, 100 * 1024 * 1024)
 
 
-def test_correlator_pipelining_and_acks_zero() -> None:
-    correlator = Correlator()
-    correlator.request(3, 12, 1, "c")
-    correlator.request(18, 3, 2, "c")
-    assert correlator.request(0, 9, 3, "c", body={"acks": 0}) is None      # fire and forget
-    assert len(correlator) == 2
-    assert correlator.response(2).api_key == 18                            # answered out of order
-    assert correlator.response(1).api_version == 12
-    assert correlator.response(3) is None and correlator.response(99) is None
+def test_acks_zero_expects_no_response_and_inference_prefers_the_connections_version() -> None:
+    assert not expects_response(0, {"acks": 0}) and expects_response(0, {"acks": -1})
+    assert expects_response(3, None)
+    answer = encode_response("Produce", 10, {"responses": [{"name": "t", "partition_responses": [
+        {"index": 0, "error_code": 0, "base_offset": 5, "log_append_time_ms": -1, "log_start_offset": 0}]}],
+        "throttle_time_ms": 0}, correlation_id=7)
+    alone, note = infer_response(answer, inference_tiers([]))
+    assert alone.api_version == 12 and "also fits" in note          # the newest version the bytes fit
+    response, note = infer_response(answer, inference_tiers([(3, 12), (0, 10)]))
+    assert (response.api_key, response.api_version) == (0, 10) and "this connection" in note
 
 
 def test_frames_from_real_client_traffic() -> None:
@@ -85,7 +86,6 @@ def test_frames_from_real_client_traffic() -> None:
 
 def test_first_error_is_reported() -> None:
     raw = encode_request("Metadata", 12, {"topics": [{"name": "a"}]}, correlation_id=1, client_id="c")
-    from kafkalab.protocol import encode_response
     answer = encode_response("Metadata", 12, {"topics": [
         {"error_code": 0, "name": "a", "partitions": []},
         {"error_code": 3, "name": "b", "partitions": []}]}, correlation_id=1)

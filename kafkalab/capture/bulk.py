@@ -36,14 +36,14 @@ from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
 from kafkalab.pcap.files import PCAP_MAGICS, PCAPNG_SHB, LinkRecord
-from kafkalab.protocol.correlation import PRODUCE, expects_response
+from kafkalab.protocol.correlation import API_VERSIONS, PRODUCE, advertised_ranges, expects_response
 from kafkalab.protocol.framing import MAX_FRAME_SIZE as MAX_FRAME
 from kafkalab.protocol.framing import cut_frames
 
 from .analyzer import Analyzer
 from .bulk_records import Bail, pcap_records, pcapng_records
 from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FrameStore
-from .session import _KEEP_MESSAGES, API_VERSIONS, advertised_ranges, unpaired_response
+from .session import _KEEP_MESSAGES, unpaired_response
 
 SEQ_MOD = 1 << 32
 HALF = 1 << 31
