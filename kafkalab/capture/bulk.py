@@ -1,11 +1,11 @@
 """Reading a whole classic pcap file fast, when most of its traffic is regular.
 
 Owns: :func:`read_bulk`, which ``read_capture`` tries first for uncompressed pcap and pcapng files of
-Ethernet/IPv4 traffic. It gives exactly the frames, tables and connections the general pipeline
+IPv4 traffic (on any common link layer). It gives exactly the frames, tables and connections the general pipeline
 (:class:`~.analyzer.Analyzer`, packet by packet) gives, only faster, by doing the per-packet work in bulk:
 
-1. the record headers are read in one loop, and the Ethernet, IPv4 (no options) and TCP headers of every
-   packet with numpy over the whole file at once;
+1. the packet index (:func:`kafkalab.pcap.index.packet_index`: every TCP segment's headers as columns, read
+   with numpy over the mapped file);
 2. one pass over the TCP packets assigns connections (streams numbered by first packet, as the general
    pipeline does) and classifies each connection. It is *regular* when it is on a Kafka port, both
    directions open with a SYN, every data segment follows the previous one exactly (no hole, overlap,
@@ -35,15 +35,19 @@ from kafkalab.dissect import decoding
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
-from kafkalab.pcap.files import PCAP_MAGICS, PCAPNG_SHB, LinkRecord
+from kafkalab.pcap.files import LinkRecord
+from kafkalab.pcap.index import NotIndexable, packet_index
 from kafkalab.protocol.correlation import API_VERSIONS, PRODUCE, advertised_ranges, expects_response
 from kafkalab.protocol.framing import MAX_FRAME_SIZE as MAX_FRAME
 from kafkalab.protocol.framing import cut_frames
 
 from .analyzer import Analyzer
-from .bulk_records import Bail, pcap_records, pcapng_records
 from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FrameStore
 from .session import _KEEP_MESSAGES, unpaired_response
+
+class Bail(Exception):
+    """The file is not one the bulk reader handles: the general pipeline reads it."""
+
 
 SEQ_MOD = 1 << 32
 HALF = 1 << 31
@@ -110,58 +114,27 @@ def read_bulk(source, ports: Iterable[int] | None = None):
 
 
 def _read(data: bytes, ports: Iterable[int] | None):
-    import numpy as np
-
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
-    magic = struct.unpack_from("<I", data)[0]
-    if magic in PCAP_MAGICS:
-        body, ts_ns, stored, original, snaplen = pcap_records(data)
-    elif magic == PCAPNG_SHB:
-        body, ts_ns, stored, original, snaplen = pcapng_records(data)
-    else:
-        raise Bail
-    u8 = np.frombuffer(data, dtype=np.uint8)
-    safe = body + 54 <= len(data)                 # room for Ethernet, IPv4 and TCP headers to be read
-    if not safe.all():
-        body = np.where(safe, body, 0)
-
-    def byte(k, at=body):
-        return u8[at + k].astype(np.uint32)
-
-    def be16(k, at=body):
-        return (byte(k, at) << 8) | byte(k + 1, at)
-
-    def be32(k, at=body):
-        return (be16(k, at) << 16) | be16(k + 2, at)
-
-    version_ihl = byte(14)
-    total = be16(16)
-    header_length = (byte(46) >> 4) * 4          # TCP data offset, when the IP header has no options
-    fast = (safe & (stored >= 54) & (stored == original) & ((stored <= snaplen) | (snaplen == 0))
-            & (byte(12) == 8) & (byte(13) == 0) & (version_ihl == 0x45) & (byte(23) == 6)
-            & ((be16(20) & 0x3FFF) == 0) & (total >= 40) & (total + 14 <= stored) & (header_length >= 20))
-    if not fast.all():                          # what the general decoder makes of the rest: no TCP allowed
+    try:
+        index = packet_index(data)
+    except NotIndexable:
+        raise Bail from None
+    records = index.records
+    if len(index.others):                       # what the general decoder makes of the rest: no TCP allowed
         decoder = PacketDecoder()
-        starts = np.where(safe, body, -1)
-        for i in np.nonzero(~fast)[0].tolist():
-            start = int(starts[i]) if starts[i] >= 0 else int(body[i])
-            record = LinkRecord(i + 1, int(ts_ns[i]), 1, data[start:start + int(stored[i])], int(original[i]))
+        for i in index.others.tolist():
+            start, stored = int(records.start[i]), int(records.stored[i])
+            record = LinkRecord(i + 1, int(records.ts_ns[i]), int(records.linktype[i]), data[start:start + stored],
+                                int(records.original[i]))
             if decoder.decode(record) is not None or decoder.pending_fragments():
                 raise Bail
-    index = np.nonzero(fast)[0]
     if not len(index):
         raise Bail
-    at = body[index]
-    total, header_length = total[index].astype(np.int64), header_length[index].astype(np.int64)
-    ts_ns = ts_ns[index].tolist()
-    payload_start = at + 34 + header_length
-    payload_length = np.maximum(at + 14 + total - payload_start, 0)
-    columns = [
-        be32(26, at).tolist(), be16(34, at).tolist(), be32(30, at).tolist(), be16(36, at).tolist(),
-        be32(38, at).tolist(), be32(42, at).tolist(), (byte(47, at) & 0x3F).tolist(),
-        payload_start.tolist(), payload_length.tolist(), (index + 1).tolist(), ts_ns]
+    columns = [index.src.tolist(), index.sport.tolist(), index.dst.tolist(), index.dport.tolist(),
+               index.seq.tolist(), index.ack.tolist(), index.flags.tolist(), index.payload_start.tolist(),
+               index.payload_length.tolist(), index.number.tolist(), index.ts_ns.tolist()]
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
     conns, packet_conn, frames = _classify(data, columns, kafka_ports)
     if all(c.irregular for c in conns):
