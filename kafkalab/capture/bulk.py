@@ -36,7 +36,6 @@ from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
 from kafkalab.pcap.files import LinkRecord
-from kafkalab.pcap.index import NotIndexable, packet_index
 from kafkalab.protocol.correlation import API_VERSIONS, PRODUCE, advertised_ranges, expects_response
 from kafkalab.protocol.framing import MAX_FRAME_SIZE as MAX_FRAME
 from kafkalab.protocol.framing import cut_frames
@@ -114,6 +113,8 @@ def read_bulk(source, ports: Iterable[int] | None = None):
 
 
 def _read(data: bytes, ports: Iterable[int] | None):
+    from kafkalab.pcap.index import NotIndexable, packet_index      # numpy: only when a file is read in bulk
+
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
