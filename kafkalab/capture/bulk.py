@@ -6,12 +6,9 @@ IPv4 traffic (on any common link layer). It gives exactly the frames, tables and
 
 1. the packet index (:func:`kafkalab.pcap.index.packet_index`: every TCP segment's headers as columns, read
    with numpy over the mapped file);
-2. one pass over the TCP packets assigns connections (streams numbered by first packet, as the general
-   pipeline does) and classifies each connection. It is *regular* when it is on a Kafka port, both
-   directions open with a SYN, every data segment follows the previous one exactly (no hole, overlap,
-   retransmission or reordering), no acknowledgement covers bytes the capture did not see, no byte follows
-   a FIN or RST, and its byte streams cut into whole frames. On the way it cuts regular connections'
-   frames (a frame's position is where its last byte arrived);
+2. the streams and frames stages (:func:`.streams.streams`, vectorised): connections numbered by first
+   packet, as the general pipeline does, each classified regular or not, and the regular connections'
+   frames cut (a frame's position is the packet holding its last byte);
 3. a second pass in packet order decodes the regular connections' frames and pairs them. Every packet of
    the other connections goes to an :class:`~.analyzer.Analyzer`, which numbers its streams and frames
    within the same sequence, so the two kinds interleave exactly as in a single general run.
@@ -37,56 +34,18 @@ from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
 from kafkalab.pcap.files import LinkRecord
 from kafkalab.protocol.correlation import API_VERSIONS, PRODUCE, advertised_ranges, expects_response
-from kafkalab.protocol.framing import MAX_FRAME_SIZE as MAX_FRAME
-from kafkalab.protocol.framing import cut_frames
 
 from .analyzer import Analyzer
 from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FrameStore
 from .session import _KEEP_MESSAGES, unpaired_response
+from .streams import Conn, _dotted
+
+_SIZE = struct.Struct(">i")
+
 
 class Bail(Exception):
     """The file is not one the bulk reader handles: the general pipeline reads it."""
 
-
-SEQ_MOD = 1 << 32
-HALF = 1 << 31
-FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
-_SIZE = struct.Struct(">i")
-
-
-
-class _Conn:
-    __slots__ = ("index", "ends", "names", "kafka_port", "client", "irregular", "base", "delivered", "ended",
-                 "syn", "pending", "packets", "payload_bytes", "first_ts", "last_ts", "state", "any_payload",
-                 "in_flight", "requests_seen", "advertised", "client_ids", "client_ip", "requests", "responses",
-                 "host", "last_ns")
-    # ends: ((ip, port) of side 0, of side 1) as integers; side 0 sent the connection's first packet
-
-    def __init__(self, index: int, a: tuple, b: tuple, kafka_port: bool, ts: float) -> None:
-        self.index = index
-        self.ends = (a, b)
-        self.names = (endpoint(_dotted(a[0]), a[1]), endpoint(_dotted(b[0]), b[1]))
-        self.kafka_port = kafka_port
-        self.client: int | None = None          # side (0 or 1) of the client
-        self.irregular = not kafka_port
-        self.base = [None, None]                 # sequence number of stream offset 0, per side
-        self.delivered = [0, 0]
-        self.ended = [False, False]
-        self.syn = [None, None]
-        self.pending = [None, None]              # side -> [start offset, need, have, pieces]
-        self.packets = [0, 0]
-        self.payload_bytes = [0, 0]
-        self.first_ts = self.last_ts = ts
-        self.last_ns = 0                         # the latest packet time in ns (set as packets are read)
-        self.state = "open"
-        self.any_payload = False
-        self.in_flight: dict[int, tuple] = {}   # correlation id -> (index, frame, api key, version, client id, ts)
-        self.requests_seen: dict[tuple[int, int], None] = {}
-        self.advertised: list[tuple[int, int]] = []
-        self.client_ids: list[str] = []
-        self.client_ip = ""
-        self.requests = self.responses = 0      # frames sent by the client, by the server (regular connections)
-        self.host: dict | None = None           # host_requests[client_ip], once the client has sent a request
 
 
 def read_bulk(source, ports: Iterable[int] | None = None):
@@ -115,6 +74,8 @@ def read_bulk(source, ports: Iterable[int] | None = None):
 def _read(data: bytes, ports: Iterable[int] | None):
     from kafkalab.pcap.index import NotIndexable, packet_index      # numpy: only when a file is read in bulk
 
+    from .streams import NotRegular, streams
+
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
@@ -133,16 +94,23 @@ def _read(data: bytes, ports: Iterable[int] | None):
                 raise Bail
     if not len(index):
         raise Bail
-    columns = [index.src.tolist(), index.sport.tolist(), index.dst.tolist(), index.dport.tolist(),
-               index.seq.tolist(), index.ack.tolist(), index.flags.tolist(), index.payload_start.tolist(),
-               index.payload_length.tolist(), index.number.tolist(), index.ts_ns.tolist()]
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
-    conns, packet_conn, frames = _classify(data, columns, kafka_ports)
+    try:
+        conns, conn_of, frames = streams(index, data, kafka_ports)
+    except NotRegular:
+        raise Bail from None
     if all(c.irregular for c in conns):
         raise Bail
     for conn in conns:
         if not conn.irregular:
             conn.client_ip = _dotted(conn.ends[conn.client][0])
+    packet_conn = [conns[c] for c in conn_of.tolist()]
+    if any(conn.irregular for conn in conns):           # their packets go to the general path one by one
+        columns = [index.src.tolist(), index.sport.tolist(), index.dst.tolist(), index.dport.tolist(),
+                   index.seq.tolist(), index.ack.tolist(), index.flags.tolist(), index.payload_start.tolist(),
+                   index.payload_length.tolist(), index.number.tolist(), index.ts_ns.tolist()]
+    else:
+        columns = [None] * 10 + [index.ts_ns.tolist()]
     row_columns, objects, extras, analyzer = _decode(data, columns, conns, packet_conn, frames, kafka_ports)
     del frames, packet_conn, columns
     store = FrameStore(row_columns, objects, extras)
@@ -152,130 +120,7 @@ def _read(data: bytes, ports: Iterable[int] | None):
                    streams=len(conns))
 
 
-def _classify(data: bytes, columns: list, kafka_ports: frozenset):
-    """Pass 1: connections, regularity, and the regular connections' frames.
-    Returns (connections, connection of each packet, frames); a frame is (packet position, connection,
-    side, stream offset, start, end) where its bytes are data[start:end], or (packet position, connection,
-    side, stream offset, 0, 0, [(start, end) byte ranges]) where they come from several segments."""
-    src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, _, ts_ns = columns
-    routes: dict[tuple, tuple] = {}
-    conns: list[_Conn] = []
-    packet_conn: list[_Conn] = []
-    frames: list[tuple] = []
-    unpack = _SIZE.unpack_from
-    for i in range(len(seqs)):
-        s, sp, d, dp = src_ips[i], sports[i], dst_ips[i], dports[i]
-        flags = flagss[i]
-        t = ts_ns[i]
-        route = routes.get((s, sp, d, dp))
-        if route is None:
-            other = routes.get((d, dp, s, sp))
-            if other is not None:
-                route = routes[(s, sp, d, dp)] = (other[0], 1 - other[1])
-            else:
-                conn = _Conn(len(conns), (s, sp), (d, dp), sp in kafka_ports or dp in kafka_ports, t / 1e9)
-                conn.last_ns = t
-                conns.append(conn)
-                if conn.kafka_port and not flags & SYN:     # as Analyzer._open: the Kafka port is the server's
-                    conn.client = 0 if dp in kafka_ports else 1
-                route = routes[(s, sp, d, dp)] = (conn, 0)
-        conn, side = route
-        packet_conn.append(conn)
-        conn.packets[side] += 1
-        if t > conn.last_ns:                   # the latest time, in ns (as floats: the same maximum)
-            conn.last_ns = t
-        length = lengths[i]
-        conn.payload_bytes[side] += length
-        seq = seqs[i]
-        if flags & SYN and not flags & ACK and conn.packets[0] + conn.packets[1] > 1:
-            # A SYN on a known 5-tuple: the general pipeline may open a new stream here, which would change
-            # the numbering of every later stream. Only an exact repeat of the connection's own SYN before
-            # any data is harmless (and left to the general pipeline).
-            if conn.irregular or conn.state != "open" or conn.any_payload or conn.syn[side] != seq:
-                raise Bail
-            conn.irregular = True
-        if conn.irregular:
-            continue
-        if flags & SYN:
-            if conn.syn[side] is not None or length:
-                conn.irregular = True
-                continue
-            conn.syn[side] = seq
-            conn.base[side] = (seq + 1) % SEQ_MOD
-            if conn.client is None:
-                conn.client = side if not flags & ACK else 1 - side
-            seq = (seq + 1) % SEQ_MOD
-        if length or flags & FIN:
-            if conn.base[side] is None or conn.ended[side] or conn.client is None:
-                conn.irregular = True           # mid-stream start, bytes after FIN/RST, unknown roles
-                continue
-            if length:
-                delivered = conn.delivered[side]
-                if (seq - conn.base[side] - delivered) % SEQ_MOD:
-                    conn.irregular = True       # a hole, an overlap, a retransmission
-                    continue
-                conn.any_payload = True
-                start = starts[i]
-                if conn.pending[side] is None and length >= 4 and unpack(data, start)[0] == length - 4 \
-                        and length - 4 <= MAX_FRAME:        # one whole frame: the common case, inline
-                    frames.append((i, conn, side, delivered, start, start + length))
-                elif not _cut(data, conn, side, i, start, length, delivered, frames):
-                    conn.irregular = True
-                    continue
-                conn.delivered[side] = delivered + length
-            if flags & FIN:
-                conn.ended[side] = True
-                if conn.state == "open":
-                    conn.state = "FIN"
-        if flags & ACK:
-            peer = 1 - side
-            base = conn.base[peer]
-            if base is not None and not conn.ended[peer]:
-                delta = (acks[i] - base - conn.delivered[peer] + HALF) % SEQ_MOD - HALF
-                if delta > 0:
-                    conn.irregular = True       # acknowledges bytes the capture did not see (yet)
-                    continue
-        if flags & RST:
-            conn.state = "RST"
-            conn.ended = [True, True]
-    for conn in conns:
-        conn.last_ts = conn.last_ns / 1e9
-        if conn.pending[0] is not None or conn.pending[1] is not None:
-            conn.irregular = True               # a frame cut off by the end of the capture
-    if any(conn.irregular for conn in conns):   # frames cut before their connection turned out irregular
-        frames = [f for f in frames if not f[1].irregular]
-    return conns, packet_conn, frames
-
-
-def _cut(data: bytes, conn: _Conn, side: int, position: int, start: int, length: int, delivered: int,
-         frames: list) -> bool:
-    """Cut the frames a data segment completes; False when the stream does not cut into whole frames."""
-    pos, end = start, start + length
-    pending = conn.pending[side]
-    if pending is not None:
-        offset, need, have, pieces = pending
-        missing = need - have
-        if length < missing:
-            pieces.append((pos, end))
-            pending[2] = have + length
-            return True
-        pieces.append((pos, pos + missing))
-        frames.append((position, conn, side, offset, 0, 0, pieces))
-        conn.pending[side] = None
-        pos += missing
-    cut = cut_frames(data, pos, end)
-    for start_at, stop in cut.frames:
-        frames.append((position, conn, side, delivered + start_at - start, start_at, stop))
-    pos = cut.stop
-    if cut.impossible is not None:
-        return False
-    if cut.need > 4:
-        conn.pending[side] = [delivered + pos - start, cut.need, end - pos, [(pos, end)]]
-        return True
-    return pos == end                           # a size prefix split across segments: not handled here
-
-
-def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_Conn], frames: list,
+def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], frames: list,
             kafka_ports: frozenset):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
@@ -467,10 +312,6 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
     return dense, objects, extras, analyzer
 
 
-def _dotted(value: int) -> str:
-    return socket.inet_ntoa(value.to_bytes(4, "big"))
-
-
 def _merge(packets: list[int], frames: list[tuple]) -> list:
     """Events in packet order: a packet of an irregular connection as its position (an int), a regular
     connection's frame as itself, after the packets before the one that completed it (frames of one packet
@@ -497,7 +338,7 @@ def _ip_name(value: int, names: dict[int, str]) -> str:
     return name
 
 
-def _connection_row(conn: _Conn) -> dict:
+def _connection_row(conn: Conn) -> dict:
     client = conn.client
     server = 1 - client
     return {
