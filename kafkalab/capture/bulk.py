@@ -36,9 +36,9 @@ from kafkalab.pcap.files import LinkRecord
 from kafkalab.protocol.correlation import API_VERSIONS, PRODUCE, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
-from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FrameStore
+from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore
 from .session import _KEEP_MESSAGES, unpaired_response
-from .streams import Conn, _dotted
+from .streams import Conn, _dotted, span_bytes
 
 _SIZE = struct.Struct(">i")
 
@@ -59,19 +59,19 @@ def read_bulk(source, ports: Iterable[int] | None = None):
             if len(head) < 24 or head[:2] == b"\x1f\x8b":
                 return None
             # Mapped, not read: the page cache is parsed in place. Nothing keeps the map after the read
-            # (each frame's bytes are copied out as it is decoded), so a file changed later cannot hurt; one
-            # cut shorter *during* the read would (the system stops the process), which is why only files
+            # (frames' bytes are read back from the file when asked for, see FileBytes, which notices a
+            # change); a file cut shorter *during* the read would stop the process, which is why only files
             # already written are read this way (tcpdump and dumpcap only ever append).
             data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None
     try:
-        return _read(data, ports)
+        return _read(data, ports, source)
     except Bail:
         return None
 
 
-def _read(data: bytes, ports: Iterable[int] | None):
+def _read(data: bytes, ports: Iterable[int] | None, path):
     from kafkalab.pcap.index import NotIndexable, packet_index      # numpy: only when a file is read in bulk
 
     from .streams import NotRegular, streams
@@ -114,6 +114,7 @@ def _read(data: bytes, ports: Iterable[int] | None):
     row_columns, objects, extras, analyzer = _decode(data, columns, conns, packet_conn, frames, kafka_ports)
     del frames, packet_conn, columns
     store = FrameStore(row_columns, objects, extras)
+    store.raw = FileBytes(path, store.raw)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=len(index),
@@ -148,6 +149,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     request, request_parts = decoding.request, decoding.request_parts
     response, response_parts = decoding.response, decoding.response_parts
     unpack_from = _SIZE.unpack_from
+    from kafkalab.pcap.index import WINDOW, release
+
+    view = memoryview(data)
+    let_go = WINDOW
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     request_memo, response_memo, remember = repeats.requests, repeats.responses, repeats.remember
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
@@ -177,9 +182,13 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         if len(frame) == 6:
             i, conn, side, offset, start, end = frame
             raw = data[start:end]
+            where = (start, end)
+            if start > let_go:                  # the pages read so far are let go (see pcap.index.release)
+                release(data, start)
+                let_go = start + WINDOW
         else:
-            i, conn, side, offset, _, _, pieces = frame
-            raw = b"".join(data[a:b] for a, b in pieces)
+            i, conn, side, offset, _, _, where = frame
+            raw = span_bytes(view, where)
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
@@ -285,7 +294,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         c_summary.append(summary)
         c_diagnostics.append(notes)
         c_ts.append(ts)
-        c_raw.append(raw)
+        c_raw.append(where)                     # the bytes stay in the file (see FileBytes)
         c_offset.append(offset)
         if keep or topic_ids is not None:
             extras[index] = (message if keep else None, topic_ids)

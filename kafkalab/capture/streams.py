@@ -25,12 +25,14 @@ from typing import Iterable
 import numpy as np
 
 from kafkalab.pcap import endpoint
+from kafkalab.pcap.index import WINDOW, release
 from kafkalab.protocol.framing import MAX_FRAME_SIZE, PREFIX, frame_size
 
 SEQ_MOD = 1 << 32
 HALF = 1 << 31
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 NEVER = np.iinfo(np.int64).max
+RELEASE_FRAMES = 512        # frames cut between letting the file's pages go (each read maps up to 64 KiB)
 
 
 class NotRegular(Exception):
@@ -68,8 +70,8 @@ class Conn:
 def streams(index, data, kafka_ports: Iterable[int]) -> tuple[list[Conn], np.ndarray, list[tuple]]:
     """(connections, the connection number of each packet, the regular connections' frames in the order
     they complete). A frame is (packet position, connection, side, stream offset, start, end) with its bytes
-    at data[start:end], or (packet position, connection, side, stream offset, 0, 0, [(start, end), ...]) when
-    they span segments; the packet is the one holding the frame's last byte."""
+    at data[start:end], or (packet position, connection, side, stream offset, 0, 0, span) when they span
+    segments (see :func:`span_ranges`); the packet is the one holding the frame's last byte."""
     ports = np.array(sorted(set(kafka_ports)), dtype=np.int64)
     a = (index.src << 16) | index.sport
     b = (index.dst << 16) | index.dport
@@ -86,12 +88,17 @@ def streams(index, data, kafka_ports: Iterable[int]) -> tuple[list[Conn], np.nda
     client = _clients(index, conn_of, side, flags, first, ports, count)
     irregular = ~on_port | (client < 0) | _irregular(index, conn_of, stream, first, on_port, count)
     frames: list[tuple] = []
+    released = 0
     for c in np.nonzero(~irregular)[0].tolist():
         conn = conns[c]
         conn.client = int(client[c])
         conn.irregular = False
         for s in (0, 1):
-            if not _cut(data, index, np.nonzero(stream == 2 * c + s)[0], conn, s, frames):
+            regular = _cut(data, index, np.nonzero(stream == 2 * c + s)[0], conn, s, frames)
+            if len(frames) > released + RELEASE_FRAMES and len(data) > 4 * WINDOW:
+                release(data, len(data))        # the pages read for size prefixes (and those mapped around them)
+                released = len(frames)
+            if not regular:
                 conn.irregular = True
                 break
     frames = [f for f in frames if not f[1].irregular]
@@ -257,12 +264,23 @@ def _cut(data, index, packets: np.ndarray, conn: Conn, side: int, frames: list) 
         if last == k:
             frames.append((positions[k], conn, side, pos, offset, offset + PREFIX + size))
         else:
-            pieces = [(offset, starts[k] + lengths[k])]
-            pieces += [(starts[j], starts[j] + lengths[j]) for j in range(k + 1, last)]
-            pieces.append((starts[last], starts[last] + end - (ends[last] - lengths[last])))
-            frames.append((positions[last], conn, side, pos, 0, 0, pieces))
+            span = (starts, lengths, k, last, offset, starts[last] + end - (ends[last] - lengths[last]))
+            frames.append((positions[last], conn, side, pos, 0, 0, span))
         pos, k = end, last
     return True
+
+
+def span_ranges(span: tuple) -> list[tuple[int, int]]:
+    """The file ranges holding a frame that spans segments, in order: the span is (the direction's segment
+    starts and lengths, first and last segment, where the frame starts in the first, ends in the last)."""
+    starts, lengths, k, last, head, tail = span
+    return [(head, starts[k] + lengths[k]), *((starts[j], starts[j] + lengths[j]) for j in range(k + 1, last)),
+            (starts[last], tail)]
+
+
+def span_bytes(view: memoryview, span: tuple) -> bytes:
+    """A frame that spans segments, joined (one copy) from a view of the file."""
+    return b"".join([view[a:b] for a, b in span_ranges(span)])
 
 
 def _span(data, starts, lengths, ends, k: int, pos: int, end: int) -> bytes:

@@ -15,6 +15,7 @@ index never has to be right about the rare cases. Must not know TCP streams or K
 """
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from .fast import LINKS
 from .files import MAX_RECORD, PCAP_MAGICS, PCAPNG_SHB, _Interface, _interface_options
 
 _SHB_BYTES = b"\x0a\x0d\x0d\x0a"
+WINDOW = 32 << 20            # file bytes looked at before their pages are let go (see release)
 
 
 class NotIndexable(Exception):
@@ -76,16 +78,21 @@ def pcap_records(data) -> Records:
     offsets = []
     add = offsets.append
     pos, n = 24, len(data)
+    done = WINDOW
     while pos + 16 <= n:
         stored = unpack(data, pos + 8)[0]
         if stored > MAX_RECORD:
             raise NotIndexable("corrupt record length")
         add(pos + 16)
         pos += 16 + stored
+        if pos > done:
+            release(data, pos)
+            done = pos + WINDOW
     if pos != n:                                # truncated: the general reader reports it
         raise NotIndexable("truncated")
     start = np.array(offsets, dtype=np.int64)
-    seconds, fraction, stored, original = (_gather(data, start + k, 4, order) for k in (-16, -12, -8, -4))
+    seconds, fraction, stored, original = (_joined([_gather(data, start[part] + k, 4, order) for part in
+                                                    windows(data, start)]) for k in (-16, -12, -8, -4))
     count = len(start)
     return Records(start, seconds * 1_000_000_000 + fraction * (1 if nanos else 1000), stored, original,
                    np.full(count, snaplen, dtype=np.int64), np.full(count, linktype & 0x0FFFFFFF, dtype=np.int64))
@@ -97,6 +104,7 @@ def pcapng_records(data) -> Records:
     interfaces: list[_Interface] = []
     start, stamps, stored, original, snaplens, linktypes = [], [], [], [], [], []
     pos, n = 0, len(data)
+    done = WINDOW
     while pos < n:
         if pos + 12 > n:
             raise NotIndexable("truncated")
@@ -125,6 +133,9 @@ def pcapng_records(data) -> Records:
             info = interfaces[iface]
             start.append(pos + 28)
             stamps.append(info.ts_ns((high << 32) | low))
+            if pos > done:
+                release(data, pos)
+                done = pos + WINDOW
             stored.append(captured)
             original.append(orig)
             snaplens.append(info.snaplen)
@@ -148,11 +159,49 @@ def file_records(data) -> Records:
 
 
 def packet_index(data) -> PacketIndex:
-    """The packet index of a whole capture file held in ``data`` (bytes or a read-only map)."""
+    """The packet index of a whole capture file held in ``data`` (bytes or a read-only map). The file is
+    looked at a window at a time, each window's pages let go once read, so the index of a capture larger
+    than memory can be built."""
     records = file_records(data)
+    parts = [_index(data, records, part) for part in windows(data, records.start)]
+    keep = _joined([part[0] for part in parts])
+    columns = [_joined([part[1][k] for part in parts]) for k in range(9)]
+    fast = np.zeros(len(records.start), dtype=bool)
+    fast[keep] = True
+    return PacketIndex(keep + 1, records.ts_ns[keep], *columns, records=records, others=np.nonzero(~fast)[0])
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+
+
+def windows(data, start: np.ndarray):
+    """Slices of the records (by their data offsets ``start``) that lie in successive ``WINDOW``-byte windows
+    of the file; after each slice is used, the file's pages up to its end are let go."""
+    if not len(start):
+        return
+    edges = np.searchsorted(start, np.arange(WINDOW, int(start[-1]) + WINDOW, WINDOW)).tolist() + [len(start)]
+    begin = 0
+    for end in edges:
+        if end > begin:
+            yield slice(begin, end)
+            release(data, int(start[end - 1]))
+            begin = end
+
+
+def release(data, upto: int) -> None:
+    """Let the pages of a mapped file before ``upto`` go (they stay in the page cache, not in this process's
+    memory): a read touches every page once, and without this a capture's whole size counts as memory."""
+    if isinstance(data, mmap.mmap) and upto >= mmap.PAGESIZE:
+        data.madvise(mmap.MADV_DONTNEED, 0, upto - upto % mmap.PAGESIZE)
+
+
+def _index(data, records: Records, part: slice) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The TCP segments among the records of ``part``: (their positions, [src, sport, dst, dport, seq, ack,
+    flags, payload start, payload length])."""
     u8 = np.frombuffer(data, dtype=np.uint8)
-    start, stored = records.start, records.stored
-    link_ip, link_ok = _link_layers(u8, records)
+    start, stored = records.start[part], records.stored[part]
+    link_ip, link_ok = _link_layers(u8, records, part)
     ip = start + link_ip
     room = link_ok & (ip + 40 <= start + stored)            # an IPv4 and a TCP header fit in what is stored
     ip = np.where(room, ip, 0)                              # (other records' bytes are never looked at)
@@ -162,38 +211,39 @@ def packet_index(data) -> PacketIndex:
     tcp = ip + ihl
     tcp_safe = np.where(room, tcp, 0)
     header_length = (_gather(u8, np.minimum(tcp_safe + 12, len(u8) - 1), 1) >> 4) * 4
-    fast = (room & (stored == records.original) & ((stored <= records.snaplen) | (records.snaplen == 0))
+    fast = (room & (stored == records.original[part])
+            & ((stored <= records.snaplen[part]) | (records.snaplen[part] == 0))
             & (version_ihl >> 4 == 4) & (ihl >= 20) & (_gather(u8, ip + 9, 1) == 6)
             & ((_gather(u8, ip + 6, 2) & 0x3FFF) == 0) & (total >= ihl + 20) & (ip + total <= start + stored)
             & (tcp + 20 <= ip + total) & (header_length >= 20) & (tcp + header_length <= ip + total))
     keep = np.nonzero(fast)[0]
     ip, tcp, total, header_length = ip[keep], tcp[keep], total[keep], header_length[keep]
     payload_start = tcp + header_length
-    return PacketIndex(
-        number=keep + 1, ts_ns=records.ts_ns[keep], src=_gather(u8, ip + 12, 4), dst=_gather(u8, ip + 16, 4),
-        sport=_gather(u8, tcp, 2), dport=_gather(u8, tcp + 2, 2), seq=_gather(u8, tcp + 4, 4),
-        ack=_gather(u8, tcp + 8, 4), flags=_gather(u8, tcp + 13, 1) & 0x3F, payload_start=payload_start,
-        payload_length=ip + total - payload_start, records=records, others=np.nonzero(~fast)[0])
+    return keep + part.start, [
+        _gather(u8, ip + 12, 4), _gather(u8, tcp, 2), _gather(u8, ip + 16, 4), _gather(u8, tcp + 2, 2),
+        _gather(u8, tcp + 4, 4), _gather(u8, tcp + 8, 4), _gather(u8, tcp + 13, 1) & 0x3F, payload_start,
+        ip + total - payload_start]
 
 
-def _link_layers(u8: np.ndarray, records: Records) -> tuple[np.ndarray, np.ndarray]:
+def _link_layers(u8: np.ndarray, records: Records, part: slice) -> tuple[np.ndarray, np.ndarray]:
     """Per record: the offset of the IP header in its data, and whether the link layer says IPv4 there."""
-    offset = np.zeros(len(records.start), dtype=np.int64)
-    ok = np.zeros(len(records.start), dtype=bool)
-    for linktype in np.unique(records.linktype).tolist():
+    linktypes, stored = records.linktype[part], records.stored[part]
+    offset = np.zeros(len(linktypes), dtype=np.int64)
+    ok = np.zeros(len(linktypes), dtype=bool)
+    for linktype in np.unique(linktypes).tolist():
         if linktype not in LINKS:
             continue
         check_at, accepted, ip_offset = LINKS[linktype]
-        mine = records.linktype == linktype
+        mine = linktypes == linktype
         offset[mine] = ip_offset
-        start = np.where(mine & (records.stored >= ip_offset + 1), records.start, 0)
+        start = np.where(mine & (stored >= ip_offset + 1), records.start[part], 0)
         if accepted:
             width = len(accepted[0])
             value = _gather(u8, start + check_at, width, ">")
             good = np.isin(value, [int.from_bytes(a, "big") for a in accepted])
         else:                                   # raw IP: the version nibble says
             good = (_gather(u8, start, 1) >> 4) == 4
-        ok |= mine & good & (records.stored >= ip_offset + 40)
+        ok |= mine & good & (stored >= ip_offset + 40)
     return offset, ok
 
 

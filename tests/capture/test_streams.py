@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kafkalab.capture import read_capture
-from kafkalab.capture.streams import streams
+from kafkalab.capture.frame_store import CaptureFileChanged
+from kafkalab.capture.streams import span_bytes, streams
 from kafkalab.pcap import TcpPcapWriter
 from kafkalab.pcap.index import packet_index, pcap_records
 from kafkalab.protocol import encode_request, encode_response
@@ -36,9 +39,22 @@ def test_frames_cut_across_segments_even_through_the_size_prefix(tmp_path: Path)
     data = path.read_bytes()
     conns, _, frames = streams(packet_index(data), data, {9092})
     assert [c.irregular for c in conns] == [False]
-    got = [b"".join(data[a:b] for a, b in f[6]) if len(f) == 7 else data[f[4]:f[5]] for f in frames]
+    got = [span_bytes(memoryview(data), f[6]) if len(f) == 7 else data[f[4]:f[5]] for f in frames]
     assert got == sent
     assert [f.raw for f in read_capture(path)] == sent
+
+
+def test_frame_bytes_are_read_back_from_an_unchanged_file_only(tmp_path: Path) -> None:
+    path = tmp_path / "capture.pcap"
+    sent = _write(path, mss=40)
+    cap = read_capture(path)
+    assert cap[2].raw == sent[1]                    # read back from the file on first use
+    with open(path, "ab") as grown:                 # the capture goes on being written: fine
+        grown.write(b"\0" * 16)
+    assert cap[3].raw == sent[2]
+    path.write_bytes(path.read_bytes()[:200])       # cut short: the bytes are gone
+    with pytest.raises(CaptureFileChanged, match="changed after it was read"):
+        cap[4].raw
 
 
 def test_bytes_lost_just_before_a_fin_make_the_connection_irregular(tmp_path: Path) -> None:
