@@ -18,6 +18,7 @@ from __future__ import annotations
 import mmap
 import struct
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -70,41 +71,50 @@ class PacketIndex:
 
 def pcap_records(data) -> Records:
     """The records of a classic pcap file."""
+    return _concat(list(_pcap_windows(data)))
+
+
+def pcapng_records(data) -> Records:
+    """The records of a pcapng file whose packets are Enhanced Packet Blocks (others: not indexable)."""
+    return _concat(list(_pcapng_windows(data)))
+
+
+def _pcap_windows(data) -> Iterator[Records]:
+    """The records of a classic pcap file, a window of about ``WINDOW`` file bytes at a time."""
     order, nanos = PCAP_MAGICS[struct.unpack_from("<I", data)[0]]
     major, _, _, _, snaplen, linktype = struct.unpack_from(order + "HHiIII", data, 4)
     if major != 2:
         raise NotIndexable("pcap version")
     unpack = struct.Struct(order + "I").unpack_from        # a record's stored length (at +8): the walk
-    offsets = []
-    add = offsets.append
     pos, n = 24, len(data)
-    done = WINDOW
     while pos + 16 <= n:
-        stored = unpack(data, pos + 8)[0]
-        if stored > MAX_RECORD:
-            raise NotIndexable("corrupt record length")
-        add(pos + 16)
-        pos += 16 + stored
-        if pos > done:
-            release(data, pos)
-            done = pos + WINDOW
-    if pos != n:                                # truncated: the general reader reports it
+        offsets: list[int] = []
+        add = offsets.append
+        limit = min(n, pos + WINDOW)
+        while pos + 16 <= limit:
+            stored = unpack(data, pos + 8)[0]
+            if stored > MAX_RECORD:
+                raise NotIndexable("corrupt record length")
+            add(pos + 16)
+            pos += 16 + stored
+        if pos + 16 > n and pos != n:           # truncated: the general reader reports it
+            raise NotIndexable("truncated")
+        start = np.array(offsets, dtype=np.int64)
+        seconds, fraction, stored, original = (_gather(data, start + k, 4, order) for k in (-16, -12, -8, -4))
+        count = len(start)
+        yield Records(start, seconds * 1_000_000_000 + fraction * (1 if nanos else 1000), stored, original,
+                      np.full(count, snaplen, dtype=np.int64), np.full(count, linktype & 0x0FFFFFFF, dtype=np.int64))
+    if pos != n:
         raise NotIndexable("truncated")
-    start = np.array(offsets, dtype=np.int64)
-    seconds, fraction, stored, original = (_joined([_gather(data, start[part] + k, 4, order) for part in
-                                                    windows(data, start)]) for k in (-16, -12, -8, -4))
-    count = len(start)
-    return Records(start, seconds * 1_000_000_000 + fraction * (1 if nanos else 1000), stored, original,
-                   np.full(count, snaplen, dtype=np.int64), np.full(count, linktype & 0x0FFFFFFF, dtype=np.int64))
 
 
-def pcapng_records(data) -> Records:
-    """The records of a pcapng file whose packets are Enhanced Packet Blocks (others: not indexable)."""
+def _pcapng_windows(data) -> Iterator[Records]:
+    """The records of a pcapng file, a window of about ``WINDOW`` file bytes at a time."""
     order = "<"
     interfaces: list[_Interface] = []
-    start, stamps, stored, original, snaplens, linktypes = [], [], [], [], [], []
+    columns: list[list[int]] = [[], [], [], [], [], []]    # start, time, stored, original, snaplen, linktype
     pos, n = 0, len(data)
-    done = WINDOW
+    limit = WINDOW
     while pos < n:
         if pos + 12 > n:
             raise NotIndexable("truncated")
@@ -131,39 +141,51 @@ def pcapng_records(data) -> Records:
             if iface >= len(interfaces) or captured > total - 32:
                 raise NotIndexable("damaged packet block")
             info = interfaces[iface]
-            start.append(pos + 28)
-            stamps.append(info.ts_ns((high << 32) | low))
-            if pos > done:
-                release(data, pos)
-                done = pos + WINDOW
-            stored.append(captured)
-            original.append(orig)
-            snaplens.append(info.snaplen)
-            linktypes.append(info.linktype)
+            for column, value in zip(columns, (pos + 28, info.ts_ns((high << 32) | low), captured, orig,
+                                               info.snaplen, info.linktype)):
+                column.append(value)
         elif kind in (2, 3):                    # obsolete and simple packet blocks
             raise NotIndexable("obsolete packet blocks")
         pos += total
-    return Records(*(np.array(column, dtype=np.int64)
-                     for column in (start, stamps, stored, original, snaplens, linktypes)))
+        if pos >= limit:
+            yield Records(*(np.array(column, dtype=np.int64) for column in columns))
+            columns = [[], [], [], [], [], []]
+            limit = pos + WINDOW
+    yield Records(*(np.array(column, dtype=np.int64) for column in columns))
+
+
+def _concat(parts: list[Records]) -> Records:
+    return Records(*(_joined([getattr(part, name) for part in parts])
+                     for name in ("start", "ts_ns", "stored", "original", "snaplen", "linktype")))
 
 
 def file_records(data) -> Records:
+    return _concat(list(_record_windows(data)))
+
+
+def _record_windows(data) -> Iterator[Records]:
     if len(data) < 24:
         raise NotIndexable("too short")
     magic = struct.unpack_from("<I", data)[0]
     if magic in PCAP_MAGICS:
-        return pcap_records(data)
+        return _pcap_windows(data)
     if magic == PCAPNG_SHB:
-        return pcapng_records(data)
+        return _pcapng_windows(data)
     raise NotIndexable("not a pcap or pcapng file")
 
 
 def packet_index(data) -> PacketIndex:
     """The packet index of a whole capture file held in ``data`` (bytes or a read-only map). The file is
-    looked at a window at a time, each window's pages let go once read, so the index of a capture larger
-    than memory can be built."""
-    records = file_records(data)
-    parts = [_index(data, records, part) for part in windows(data, records.start)]
+    read a window at a time (the record walk, then the headers of the window's packets), each window's
+    pages let go once read, so the index of a capture larger than memory can be built."""
+    windows, parts, base = [], [], 0
+    for records in _record_windows(data):
+        parts.append(_index(data, records, base))
+        windows.append(records)
+        base += len(records.start)
+        if len(records.start):
+            release(data, int(records.start[-1]))
+    records = _concat(windows)
     keep = _joined([part[0] for part in parts])
     columns = [_joined([part[1][k] for part in parts]) for k in range(9)]
     fast = np.zeros(len(records.start), dtype=bool)
@@ -175,20 +197,6 @@ def _joined(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
 
 
-def windows(data, start: np.ndarray):
-    """Slices of the records (by their data offsets ``start``) that lie in successive ``WINDOW``-byte windows
-    of the file; after each slice is used, the file's pages up to its end are let go."""
-    if not len(start):
-        return
-    edges = np.searchsorted(start, np.arange(WINDOW, int(start[-1]) + WINDOW, WINDOW)).tolist() + [len(start)]
-    begin = 0
-    for end in edges:
-        if end > begin:
-            yield slice(begin, end)
-            release(data, int(start[end - 1]))
-            begin = end
-
-
 def release(data, upto: int) -> None:
     """Let the pages of a mapped file before ``upto`` go (they stay in the page cache, not in this process's
     memory): a read touches every page once, and without this a capture's whole size counts as memory."""
@@ -196,12 +204,12 @@ def release(data, upto: int) -> None:
         data.madvise(mmap.MADV_DONTNEED, 0, upto - upto % mmap.PAGESIZE)
 
 
-def _index(data, records: Records, part: slice) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The TCP segments among the records of ``part``: (their positions, [src, sport, dst, dport, seq, ack,
-    flags, payload start, payload length])."""
+def _index(data, records: Records, base: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The TCP segments among ``records`` (numbered from ``base`` in the file): (their positions, [src, sport,
+    dst, dport, seq, ack, flags, payload start, payload length])."""
     u8 = np.frombuffer(data, dtype=np.uint8)
-    start, stored = records.start[part], records.stored[part]
-    link_ip, link_ok = _link_layers(u8, records, part)
+    start, stored = records.start, records.stored
+    link_ip, link_ok = _link_layers(u8, records)
     ip = start + link_ip
     room = link_ok & (ip + 40 <= start + stored)            # an IPv4 and a TCP header fit in what is stored
     ip = np.where(room, ip, 0)                              # (other records' bytes are never looked at)
@@ -211,23 +219,22 @@ def _index(data, records: Records, part: slice) -> tuple[np.ndarray, list[np.nda
     tcp = ip + ihl
     tcp_safe = np.where(room, tcp, 0)
     header_length = (_gather(u8, np.minimum(tcp_safe + 12, len(u8) - 1), 1) >> 4) * 4
-    fast = (room & (stored == records.original[part])
-            & ((stored <= records.snaplen[part]) | (records.snaplen[part] == 0))
+    fast = (room & (stored == records.original) & ((stored <= records.snaplen) | (records.snaplen == 0))
             & (version_ihl >> 4 == 4) & (ihl >= 20) & (_gather(u8, ip + 9, 1) == 6)
             & ((_gather(u8, ip + 6, 2) & 0x3FFF) == 0) & (total >= ihl + 20) & (ip + total <= start + stored)
             & (tcp + 20 <= ip + total) & (header_length >= 20) & (tcp + header_length <= ip + total))
     keep = np.nonzero(fast)[0]
     ip, tcp, total, header_length = ip[keep], tcp[keep], total[keep], header_length[keep]
     payload_start = tcp + header_length
-    return keep + part.start, [
+    return keep + base, [
         _gather(u8, ip + 12, 4), _gather(u8, tcp, 2), _gather(u8, ip + 16, 4), _gather(u8, tcp + 2, 2),
         _gather(u8, tcp + 4, 4), _gather(u8, tcp + 8, 4), _gather(u8, tcp + 13, 1) & 0x3F, payload_start,
         ip + total - payload_start]
 
 
-def _link_layers(u8: np.ndarray, records: Records, part: slice) -> tuple[np.ndarray, np.ndarray]:
+def _link_layers(u8: np.ndarray, records: Records) -> tuple[np.ndarray, np.ndarray]:
     """Per record: the offset of the IP header in its data, and whether the link layer says IPv4 there."""
-    linktypes, stored = records.linktype[part], records.stored[part]
+    linktypes, stored = records.linktype, records.stored
     offset = np.zeros(len(linktypes), dtype=np.int64)
     ok = np.zeros(len(linktypes), dtype=bool)
     for linktype in np.unique(linktypes).tolist():
@@ -236,7 +243,7 @@ def _link_layers(u8: np.ndarray, records: Records, part: slice) -> tuple[np.ndar
         check_at, accepted, ip_offset = LINKS[linktype]
         mine = linktypes == linktype
         offset[mine] = ip_offset
-        start = np.where(mine & (stored >= ip_offset + 1), records.start[part], 0)
+        start = np.where(mine & (stored >= ip_offset + 1), records.start, 0)
         if accepted:
             width = len(accepted[0])
             value = _gather(u8, start + check_at, width, ">")

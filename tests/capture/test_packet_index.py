@@ -88,3 +88,25 @@ def test_a_truncated_file_is_not_indexed() -> None:
     data = pcap_bytes([(ts, _ethernet(ip)) for ts, ip in _written_ip_packets()])
     with pytest.raises(NotIndexable):
         packet_index(data[:-7])
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_a_file_read_window_by_window_gives_the_same_index(fmt: str, monkeypatch, tmp_path) -> None:
+    import mmap
+
+    import kafkalab.pcap.index as index_module
+
+    data = (CAPTURES[0]).read_bytes()
+    if fmt == "pcapng":
+        from tests.capture.test_bulk_reader import as_pcapng
+        import random
+
+        data = as_pcapng(data, random.Random(3))
+    whole = packet_index(data)
+    monkeypatch.setattr(index_module, "WINDOW", 700)          # many windows, records across their edges
+    path = tmp_path / f"capture.{fmt}"
+    path.write_bytes(data)
+    with open(path, "rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        windowed = packet_index(mapped)
+        assert _rows(windowed, mapped) == _rows(whole, data)
+        assert windowed.ts_ns.tolist() == whole.ts_ns.tolist() and len(windowed.records.start) > 20
