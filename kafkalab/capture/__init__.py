@@ -21,6 +21,11 @@ number the same way to give the same rows):
   request (its own request was lost, see ``KafkaSession._hold_unpaired``) takes its number when that request
   completes, with the frames after it on its connection; what is only complete at the end of the capture is
   numbered last, connection by connection in stream-id order.
+
+Two facts are also shared across connections, and a reader that splits a capture must gather them first:
+topic names learnt from Metadata responses (to name the topic ids of newer Fetch and Produce versions,
+which a client often learns on another connection than the one it fetches on), and the requests a client
+host made on its other connections (the last tier of inference, see :mod:`kafkalab.protocol.correlation`).
 """
 from kafkalab.pcap import CaptureError
 
