@@ -9,7 +9,7 @@ import pytest
 
 from kafkalab.dissect.frame import FRAME_COLUMNS, frame_from_message, frames_table
 from kafkalab.protocol import decode_request, decode_response, encode_request, encode_response
-from kafkalab.protocol.correlation import expects_response, infer_response, inference_tiers
+from kafkalab.protocol.correlation import Asked, expects_response, infer_response, inference_tiers
 from kafkalab.protocol.framing import FrameTooLarge, check_size, cut_frames, frame_size
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -51,6 +51,16 @@ def test_impossible_sizes_are_reported_before_buffering(size: int) -> None:
     assert cut.frames == [(0, len(good))] and cut.stop == len(good) and cut.impossible == size
     with pytest.raises(FrameTooLarge, match="outside"):
         check_size(cut.impossible, 100 * 1024 * 1024)
+
+
+def test_pairing_pipelined_requests_acks_zero_and_damaged_headers() -> None:
+    asked = Asked()
+    assert asked.request(3, 12, 1, True, "metadata") and asked.request(18, 3, 2, True, "versions")
+    assert asked.request(0, 9, 3, expects_response(0, {"acks": 0}), "fire and forget")
+    assert not asked.request(-1, 0, 4, True, "damaged")                      # nothing to pair it by
+    assert asked.response(2) == "versions" and asked.response(1) == "metadata"  # answered out of order
+    assert asked.response(3) is None and asked.response(2) is None and asked.response(99) is None
+    assert list(asked.pairs) == [(3, 12), (18, 3), (0, 9)]                   # in order of first use
 
 
 def test_acks_zero_expects_no_response_and_inference_prefers_the_connections_version() -> None:

@@ -33,7 +33,7 @@ from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
 from kafkalab.pcap.files import LinkRecord
-from kafkalab.protocol.correlation import API_VERSIONS, PRODUCE, advertised_ranges, expects_response
+from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
 from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore
@@ -204,7 +204,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 message, keep = None, False
                 topics, code, error, records, notes, summary, topic_ids = describe_body(
                     api_key, api_name, version, "request", body, None, topic_names)
-                answered = api_key != PRODUCE or expects_response(api_key, body)
+                answered = expects_response(api_key, body)
                 remember(request_memo, key, "request", (api_key, api_name, version, client_id, size, code, error,
                                                          tuple(topics), records, summary, answered), notes)
             else:
@@ -213,14 +213,12 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 api_name, client_id, body, size = message.api_name, message.client_id, message.body, message.size
                 keep = api_key in _KEEP_MESSAGES or body is None
                 topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
-                answered = api_key != PRODUCE or expects_response(api_key, body)
+                answered = expects_response(api_key, body)
             c_kind.append("request")
             conn.requests += 1
-            if api_key >= 0 and version >= 0 and correlation_id >= 0:
-                if answered:
-                    conn.in_flight[correlation_id] = (index, count, api_key, version, client_id, ts)
+            if conn.asked.request(api_key, version, correlation_id, answered,
+                                  (index, count, api_key, version, client_id, ts)):
                 pair = (api_key, version)
-                conn.requests_seen[pair] = None
                 host = conn.host
                 if host is None:                # the capture-wide dict of the client's host (never replaced)
                     host = host_requests.get(conn.client_ip)
@@ -232,7 +230,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 conn.client_ids.append(client_id)
         else:
             correlation_id = unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
-            asked = conn.in_flight.pop(correlation_id, None)
+            asked = conn.asked.response(correlation_id)
             inferred = False
             parts = None
             if asked is not None:
@@ -254,7 +252,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 else:
                     message = response(raw, api_key, version)
             else:
-                message, inferred = unpaired_response(raw, correlation_id, conn.requests_seen, conn.advertised,
+                message, inferred = unpaired_response(raw, correlation_id, conn.asked.pairs, conn.advertised,
                                                       host_requests.get(conn.client_ip, {}))
                 client_id = None
             if parts is None:

@@ -16,7 +16,7 @@ from kafkalab.dissect import decoding
 from kafkalab.dissect.frame import Frame, build_frame
 from kafkalab.pcap import endpoint
 from kafkalab.protocol import Response
-from kafkalab.protocol.correlation import (API_VERSIONS, PRODUCE, advertised_ranges, expects_response, fits,
+from kafkalab.protocol.correlation import (API_VERSIONS, Asked, advertised_ranges, expects_response, fits,
                                            infer_response, inference_tiers)
 
 from .connection import Connection, Endpoint
@@ -39,14 +39,14 @@ class KafkaSession:
                  topic_names: dict | None = None) -> None:
         self.connection = connection
         self.kafka = True if kafka_port else None       # None: still probing
-        # requests waiting for their response, by correlation id (see kafkalab.protocol.correlation: the same
-        # rules, kept inline here because this runs for every frame): correlation id -> request Frame
-        self.in_flight: dict[int, Frame] = {}
+        # what the connection asked (kafkalab.protocol.correlation): requests waiting for their response
+        # (correlation id -> request Frame) and the (api_key, api_version) pairs used, in order of first use
+        self.asked = Asked()
+        self.in_flight: dict[int, Frame] = self.asked.in_flight
         self.cutters: dict[Endpoint, FrameCutter] = {}
         self.held: list[Frame] = []
         self.probed = 0
-        # (api_key, api_version) pairs asked, in order of first use (a dict as an ordered set, bounded by schema)
-        self.requests_seen: dict[tuple[int, int], None] = {}
+        self.requests_seen: dict[tuple[int, int], None] = self.asked.pairs
         self.advertised: list[tuple[int, int]] = []
         self.host_requests = host_requests          # client ip -> {(api_key, api_version): None}, capture-wide
         self.topic_names = {} if topic_names is None else topic_names   # topic id -> name, capture-wide
@@ -279,16 +279,13 @@ class KafkaSession:
     def _request(self, piece: CutFrame, sender: Endpoint, ts: float) -> Frame:
         message = decoding.request(piece.raw)
         frame = self._frame(message, piece, sender, ts, None, False)
-        api_key, api_version, correlation_id = message.api_key, message.api_version, message.correlation_id
-        if api_key >= 0 and api_version >= 0 and correlation_id >= 0:
-            if api_key != PRODUCE or expects_response(api_key, message.body):
-                self.in_flight[correlation_id] = frame
-            pair = (api_key, api_version)
-            self.requests_seen[pair] = None
+        api_key, api_version = message.api_key, message.api_version
+        if self.asked.request(api_key, api_version, message.correlation_id,
+                              expects_response(api_key, message.body), frame):
             host = self.host_requests.get(sender[0])
             if host is None:
                 host = self.host_requests[sender[0]] = {}
-            host[pair] = None
+            host[(api_key, api_version)] = None
         client_id = message.client_id
         if client_id and client_id not in self.client_ids:
             self.client_ids.append(client_id)
@@ -297,7 +294,7 @@ class KafkaSession:
     def _response(self, piece: CutFrame, sender: Endpoint, ts: float) -> Frame:
         raw = piece.raw
         correlation_id = _CORRELATION.unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
-        request = self.in_flight.pop(correlation_id, None)
+        request = self.asked.response(correlation_id)
         if request is None:
             return _Unpaired(piece, sender, ts) if self._hold_unpaired(raw) else self._infer(piece, sender, ts)
         message = decoding.response(raw, request.api_key, request.api_version)

@@ -26,6 +26,7 @@ import numpy as np
 
 from kafkalab.pcap import endpoint
 from kafkalab.pcap.index import WINDOW, release
+from kafkalab.protocol.correlation import Asked
 from kafkalab.protocol.framing import MAX_FRAME_SIZE, PREFIX, frame_size
 
 SEQ_MOD = 1 << 32
@@ -44,7 +45,7 @@ class Conn:
     connection's first packet; ``client`` is a side) and, for a regular connection, the decoder's state."""
 
     __slots__ = ("index", "ends", "names", "kafka_port", "client", "irregular", "packets", "payload_bytes",
-                 "first_ts", "last_ts", "state", "in_flight", "requests_seen", "advertised", "client_ids",
+                 "first_ts", "last_ts", "state", "asked", "advertised", "client_ids",
                  "client_ip", "requests", "responses", "host")
 
     def __init__(self, index: int, a: tuple, b: tuple, kafka_port: bool) -> None:
@@ -58,8 +59,7 @@ class Conn:
         self.payload_bytes = [0, 0]
         self.first_ts = self.last_ts = 0.0
         self.state = "open"
-        self.in_flight: dict[int, tuple] = {}   # correlation id -> (index, frame, api key, version, client id, ts)
-        self.requests_seen: dict[tuple[int, int], None] = {}
+        self.asked = Asked()                    # in flight: (index, frame, api key, version, client id, ts)
         self.advertised: list[tuple[int, int]] = []
         self.client_ids: list[str] = []
         self.client_ip = ""

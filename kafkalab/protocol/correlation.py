@@ -34,6 +34,32 @@ def expects_response(api_key: int, body: dict | None) -> bool:
     return not (api_key == PRODUCE and body is not None and body.get("acks") == 0)
 
 
+class Asked:
+    """What one connection has asked: the requests waiting for their response, by correlation id (clients
+    pipeline several), and the (api_key, api_version) pairs it used, in order of first use (the first tier of
+    inference). Sans-IO; a connection's two directions share one."""
+
+    __slots__ = ("in_flight", "pairs")
+
+    def __init__(self) -> None:
+        self.in_flight: dict[int, object] = {}      # correlation id -> the caller's handle for the request
+        self.pairs: dict[Pair, None] = {}           # an ordered set
+
+    def request(self, api_key: int, api_version: int, correlation_id: int, answered: bool, token) -> bool:
+        """Remember a request (``answered``: see :func:`expects_response`); False, remembering nothing, when
+        its header is too damaged to pair by."""
+        if api_key < 0 or api_version < 0 or correlation_id < 0:
+            return False
+        if answered:
+            self.in_flight[correlation_id] = token
+        self.pairs[(api_key, api_version)] = None
+        return True
+
+    def response(self, correlation_id: int):
+        """The handle of the request this response answers (now forgotten), or None if none waits."""
+        return self.in_flight.pop(correlation_id, None)
+
+
 def advertised_ranges(body: dict) -> list[Pair]:
     """(api_key, version) pairs an ApiVersions response advertises."""
     out = []
