@@ -4,6 +4,14 @@ Layout: :mod:`.runtime` (``Broker``), :mod:`.server` (the asyncio adapter, the o
 :mod:`.dispatch` (a sans-IO connection), :mod:`.handlers` (one module per API, the registry ApiVersions is
 built from), :mod:`.storage` (segments, partition logs, producer state, topics, offsets), :mod:`.journal`.
 """
-from .runtime import Broker
+
+def __getattr__(name: str):
+    """``Broker`` is imported on first use, so the command line's other commands do not load the broker."""
+    if name == "Broker":
+        from .runtime import Broker
+
+        return Broker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Broker"]

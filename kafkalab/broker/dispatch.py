@@ -1,11 +1,12 @@
 """One client connection, sans-IO: bytes in, frames out, requests dispatched to handlers.
 
 Owns: the receive buffer the I/O adapter reads into (:class:`ReceiveBuffer`: large reads straight into one
-growable bytearray that grows with the bytes that arrive, cut into frames with the max request size checked
-before anything is buffered for a frame), the broker-wide budget of request bytes in flight
-(:class:`MemoryBudget`),
-reading the request header, choosing the handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions the broker
-does not implement), encoding responses with the project's codec and writing both directions to the journal.
+growable bytearray that grows with the bytes that arrive, cut into frames by
+:func:`kafkalab.protocol.framing.cut_frames`, with the max request size checked before anything is buffered for a
+frame), the broker-wide budget of request bytes in flight (:class:`MemoryBudget`), reading the request header,
+choosing the handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions
+the broker does not implement), encoding responses with the project's codec and writing both directions to the
+journal.
 Must not know: sockets, asyncio, clocks (the adapter passes ``ts``/``now_ms`` and a ``clock``). Anything that makes the
 connection unusable (garbage, a truncated or oversized frame, an unknown API key, a body that does not
 decode) raises :class:`CloseConnection` with a reason for the log; other connections never notice.
@@ -20,6 +21,7 @@ from typing import Any, Callable
 
 from kafkalab.protocol import ProtocolError, decode_request, encode_response
 from kafkalab.protocol.codec.layout import message_layout
+from kafkalab.protocol.framing import cut_frames
 from kafkalab.protocol.schema.registry import api_spec, message_spec
 
 from .handlers import Offload, RequestContext, Wait
@@ -29,7 +31,6 @@ log = logging.getLogger("kafkalab.broker")
 
 API_VERSIONS, UNSUPPORTED_VERSION, UNKNOWN_SERVER_ERROR = 18, 35, -1
 _HEADER = struct.Struct(">hhi")
-_SIZE = struct.Struct(">i")
 MIN_READ, MAX_READ = 64 * 1024, 8 * 1024 * 1024
 
 
@@ -132,24 +133,19 @@ class ReceiveBuffer:
         elif count < self.read_size // 8:
             self.read_size = max(self.read_size // 2, MIN_READ)
         self.end += count
-        frames, data, start = [], self.data, self.start
-        while self.end - start >= 4:
-            size = _SIZE.unpack_from(data, start)[0]
-            if size < 0 or size > self.max_frame_size:
-                raise CloseConnection(f"bad frame: size {size} is outside 0..{self.max_frame_size}")
-            if self.end - start < 4 + size:
-                self.start, self.need = start, 4 + size
-                self._reserve()
-                return frames
-            with memoryview(data) as view:
-                frames.append(bytes(view[start:start + 4 + size]))
-            self._charge(4 + size)
-            start += 4 + size
-        self.need = 4
-        if start == self.end:
+        cut = cut_frames(self.data, self.start, self.end, self.max_frame_size)
+        if cut.impossible is not None:
+            raise CloseConnection(f"bad frame: size {cut.impossible} is outside 0..{self.max_frame_size}")
+        with memoryview(self.data) as view:
+            frames = [bytes(view[start:end]) for start, end in cut.frames]
+        for start, end in cut.frames:
+            self._charge(end - start)
+        self.need = cut.need
+        if cut.stop == self.end:
             self.start = self.end = 0
         else:
-            self.start = start
+            self.start = cut.stop
+            self._reserve()
         return frames
 
     def retry(self) -> bool:
