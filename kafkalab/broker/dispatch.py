@@ -137,7 +137,7 @@ class Connection:
             raise CloseConnection(f"undecodable {handler_name(api_key)} v{api_version} request: {exc}") from None
         entry.client_id = request.client_id
         ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
-                             now_ms, self.local_host, self.local_port, self.stream)
+                             now_ms, self.local_host, self.local_port, self.stream, self.src)
         try:
             result = handler.handle(ctx, request.body)
         except Exception:  # noqa: BLE001 - a handler bug answers this request, it does not stop the broker

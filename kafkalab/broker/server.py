@@ -27,6 +27,7 @@ from .dispatch import CloseConnection, Connection, Pending
 log = logging.getLogger("kafkalab.broker")
 JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
 BACKLOG_PAUSE = 16 << 20    # bytes of queued frames at which reading from that client pauses
+TICK_SECONDS = 0.1          # how often the broker state learns the time (group sessions, rebalance timeouts)
 
 
 def _now_ms() -> int:
@@ -46,6 +47,7 @@ class Server:
         self._server: asyncio.base_events.Server | None = None
         self.clients: set[ClientProtocol] = set()
         self.appended: asyncio.Event | None = None
+        self._ticker: asyncio.Task | None = None
         self._streams = 0
         self.address: tuple[str, int] = ("", 0)
 
@@ -53,6 +55,7 @@ class Server:
         loop = asyncio.get_running_loop()
         self.appended = asyncio.Event()
         self.state.append_listeners.append(self._on_append)
+        self._ticker = loop.create_task(self._tick())
         self._server = await loop.create_server(lambda: ClientProtocol(self), self.config.host, self.config.port,
                                                 backlog=1024)
         sockname = self._server.sockets[0].getsockname()
@@ -64,6 +67,14 @@ class Server:
         stream, self._streams = self._streams, self._streams + 1
         return stream
 
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            try:
+                self.state.tick(_now_ms())
+            except Exception:  # noqa: BLE001 - a timer bug must not stop the broker
+                log.exception("broker tick failed")
+
     def _on_append(self) -> None:
         event = self.appended
         if event is not None and not event.is_set():
@@ -71,6 +82,8 @@ class Server:
             self.appended = asyncio.Event()
 
     async def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
         if self._server is not None:
             self._server.close()
         waits = [c.abort() for c in list(self.clients)]

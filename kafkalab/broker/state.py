@@ -1,7 +1,8 @@
 """The broker's shared state, as handlers see it: config, storage, producer ids, who is listening for appends.
 
 Sans-IO: no sockets, no clocks, no asyncio. The server adapter registers an append listener (to wake long
-polling fetches) and sets the advertised address once it is listening. Topic configs resolve through
+polls: fetches waiting for data, JoinGroup/SyncGroup waiting for their group), calls :meth:`tick` as time
+passes, and sets the advertised address once it is listening. Topic configs resolve through
 :class:`~.configs.ConfigLayers` (topic override, dynamic broker, dynamic cluster default, static, default);
 the resolved values are cached per topic and the cache is dropped on every config or topic change.
 """
@@ -11,6 +12,7 @@ from typing import Callable, NamedTuple
 
 from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
+from .groups import GroupCoordinator
 from .storage import Store, Topic
 
 
@@ -38,6 +40,11 @@ class BrokerState:
         self._produce: dict[str, ProduceSettings] = {}
         for topic in self.store.topics.values():
             self._apply_segment_bytes(topic)
+        self.groups = GroupCoordinator(self.store, notify=self.appended)
+
+    def tick(self, now_ms: int) -> None:
+        """Time passed (the server calls this a few times a second): group sessions and rebalances expire."""
+        self.groups.tick(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 from ..config import topic_name_problem
+from ..storage.store import INTERNAL_TOPICS
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID = 0, 3, 17, 100
@@ -56,7 +57,8 @@ def _describe(ctx, topic) -> dict:
     partitions = [{"error_code": NONE, "partition_index": p.index, "leader_id": node, "leader_epoch": 0,
                    "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
                   for p in topic.partitions]
-    return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id, "is_internal": False,
+    return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id,
+            "is_internal": topic.name in INTERNAL_TOPICS,
             "partitions": partitions, "topic_authorized_operations": -2147483648}
 
 
