@@ -44,3 +44,4 @@ class BrokerConfig:
     validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
     segment_bytes: int = 64 * 1024 * 1024
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    initial_rebalance_delay_ms: int = 3_000    # group.initial.rebalance.delay.ms: a new group's first round waits

@@ -163,7 +163,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
                 self.backlog_bytes -= len(frame)
                 answer = self.conn.handle(frame, time.time(), _now_ms())
                 if isinstance(answer, Pending):
-                    self.waiting = asyncio.get_running_loop().create_task(self._finish(answer))
+                    # the append event as of now: one set before the task starts still wakes it
+                    self.waiting = asyncio.get_running_loop().create_task(self._finish(answer, self.server.appended))
                 elif answer is not None:
                     out.append(answer)
                     size += len(answer)
@@ -195,11 +196,11 @@ class ClientProtocol(asyncio.BufferedProtocol):
             for answer in out:
                 self.transport.write(answer)
 
-    async def _finish(self, pending: Pending) -> None:
+    async def _finish(self, pending: Pending, event: asyncio.Event) -> None:
         """Wait for an append (or the deadline) to complete a long poll, answer it, then carry on with the
         frames that arrived meanwhile."""
         try:
-            answer = await self._wait(pending)
+            answer = await self._wait(pending, event)
         except asyncio.CancelledError:
             return
         except Exception:  # noqa: BLE001
@@ -210,17 +211,17 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self._write([answer])
         self._drain()
 
-    async def _wait(self, pending: Pending) -> bytes:
+    async def _wait(self, pending: Pending, event: asyncio.Event) -> bytes:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + pending.wait.max_wait_ms / 1000.0
         while True:
-            event = self.server.appended
             remaining = deadline - loop.time()
             if remaining > 0:
                 try:
                     await asyncio.wait_for(event.wait(), remaining)
                 except asyncio.TimeoutError:
                     pass
+            event = self.server.appended
             body = pending.wait.attempt(_now_ms(), loop.time() >= deadline)
             if body is not None:
                 return self.conn.respond(pending, body, time.time())

@@ -12,7 +12,7 @@ from typing import Callable, NamedTuple
 
 from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
-from .groups import GroupCoordinator
+from .groups import GroupCoordinator, GroupSettings
 from .storage import Store, Topic
 
 
@@ -40,7 +40,8 @@ class BrokerState:
         self._produce: dict[str, ProduceSettings] = {}
         for topic in self.store.topics.values():
             self._apply_segment_bytes(topic)
-        self.groups = GroupCoordinator(self.store, notify=self.appended)
+        self.groups = GroupCoordinator(self.store, GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms),
+                                       notify=self.appended)
 
     def tick(self, now_ms: int) -> None:
         """Time passed (the server calls this a few times a second): group sessions and rebalances expire."""

@@ -19,6 +19,9 @@ goes, the join phase ends with nobody and the group is Empty, one generation lat
 (incremental) rebalancing differ only in what the clients put in their subscriptions and assignments and in
 how often they rejoin; the coordinator runs the same rounds for both.
 
+A new group (Empty) holds its first round open for ``group.initial.rebalance.delay.ms`` (each member joining
+meanwhile extends it, up to the rebalance timeout), so consumers started together land in one generation.
+
 Membership rules: from JoinGroup v4 a member without an id is given one with MEMBER_ID_REQUIRED and must
 join again with it (KIP-394); a member with a ``group.instance.id`` (static membership, KIP-345) keeps its
 place across restarts: a rejoin with the same instance id and no member id takes over the old member (whose
@@ -140,6 +143,8 @@ class ClassicGroup:
     static: dict[str, str] = field(default_factory=dict)          # instance id -> member id
     pending: dict[str, int] = field(default_factory=dict)         # member id -> expiry (MEMBER_ID_REQUIRED)
     rebalance_deadline_ms: int = 0
+    initial_delay_ms: int = 0       # group.initial.rebalance.delay.ms: a new group's first round waits for more
+    join_not_before_ms: int = 0
     state_since_ms: int = -1
     persist: bool = False           # the group's metadata record must be written
     new_id: Callable[[str], str] = new_member_id
@@ -231,6 +236,10 @@ class ClassicGroup:
         member.last_seen_ms = now_ms
         self._settle(member, REBALANCE_IN_PROGRESS, member.member_id)      # an older JoinGroup of the same member
         waiter = member.join_waiter = Waiter()
+        if self.state is State.EMPTY:
+            self.join_not_before_ms = now_ms + self.initial_delay_ms
+        elif self.state is State.PREPARING_REBALANCE and self.join_not_before_ms > now_ms:
+            self.join_not_before_ms = min(now_ms + self.initial_delay_ms, self.rebalance_deadline_ms)
         if self.state is not State.PREPARING_REBALANCE:
             self._prepare(now_ms, Event.MEMBER_JOINED)
         self._maybe_finish_join(now_ms)
@@ -248,7 +257,7 @@ class ClassicGroup:
         if self.state is not State.PREPARING_REBALANCE:
             return
         everyone = all(m.join_waiter for m in self.members.values()) and not self.pending
-        if not everyone and now_ms < self.rebalance_deadline_ms:
+        if (not everyone or now_ms < self.join_not_before_ms) and now_ms < self.rebalance_deadline_ms:
             return
         for m in [m for m in self.members.values() if m.join_waiter is None and m.instance_id is None]:
             self._remove(m)
@@ -375,12 +384,6 @@ class ClassicGroup:
             self._member_gone(now_ms)
         else:
             self._maybe_finish_join(now_ms)
-
-    def next_deadline(self) -> int | None:
-        times = [m.last_seen_ms + m.session_timeout_ms for m in self.members.values()] + list(self.pending.values())
-        if self.state is State.PREPARING_REBALANCE:
-            times.append(self.rebalance_deadline_ms)
-        return min(times, default=None)
 
     # --- membership ---------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ class GroupSettings:
     demos of an expiring member stay short."""
     min_session_timeout_ms: int = 1_000
     max_session_timeout_ms: int = 1_800_000
+    initial_rebalance_delay_ms: int = 3_000           # group.initial.rebalance.delay.ms
     consumer_heartbeat_interval_ms: int = 1_000       # group.consumer.heartbeat.interval.ms (Kafka: 5 s)
     consumer_session_timeout_ms: int = 45_000         # group.consumer.session.timeout.ms
 
@@ -57,7 +58,8 @@ class GroupCoordinator:
                 return join_error(INCONSISTENT_GROUP_PROTOCOL, req.member_id)
             group = None
         if group is None:
-            group = self.groups[group_id] = ClassicGroup(group_id, state_since_ms=now_ms)
+            group = self.groups[group_id] = ClassicGroup(group_id, state_since_ms=now_ms,
+                                                         initial_delay_ms=s.initial_rebalance_delay_ms)
         return self._after(group, now_ms, group.join(now_ms, req))
 
     def sync(self, now_ms: int, group_id: str, member_id: str, instance_id: str | None, generation: int,
@@ -206,7 +208,8 @@ class GroupCoordinator:
     def _restore(self, group_id: str, value: dict) -> ClassicGroup:
         """A classic group as its last metadata record left it: Stable with its members, or Empty."""
         group = ClassicGroup(group_id, generation=value["generation"], protocol_type=value["protocol_type"] or None,
-                             protocol=value.get("protocol"), leader=value.get("leader"))
+                             protocol=value.get("protocol"), leader=value.get("leader"),
+                             initial_delay_ms=self.settings.initial_rebalance_delay_ms)
         for m in value.get("members", ()):
             member = Member(m["member_id"], m.get("group_instance_id"), m["client_id"], m["client_host"],
                             m["session_timeout"], m.get("rebalance_timeout", m["session_timeout"]),
