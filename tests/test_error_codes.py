@@ -11,6 +11,7 @@ from kafkalab.protocol.schema.error_codes import (
     ERRORS,
     MAX_CODE,
     ErrorCode,
+    ErrorInfo,
     error_info,
     error_name,
     is_retriable,
@@ -133,5 +134,5 @@ def test_unknown_codes():
 
 def test_error_info_returns_the_entry():
     info = error_info(6)
-    assert isinstance(info, ErrorCode)
-    assert info == ErrorCode(6, "NOT_LEADER_OR_FOLLOWER", True, info.meaning)
+    assert isinstance(info, ErrorInfo)
+    assert info == ErrorInfo(6, "NOT_LEADER_OR_FOLLOWER", True, info.meaning)

@@ -11,6 +11,8 @@ This package imports nothing else from kafkalab and does no I/O: no sockets, fil
 """
 from .errors import DecodeError, EncodeError, ProtocolError, UnknownApiError, UnsupportedVersionError
 from .messages import Message, Request, Response, decode_request, decode_response, encode_request, encode_response
+from .schema.api_keys import ApiKey
+from .schema.error_codes import ErrorCode, error_name
 from .schema.headers import request_header_version, response_header_version
 from .schema.registry import all_apis, api_keys, api_name, api_spec, resolve_api_key
 from .tree import FieldNode
@@ -19,5 +21,5 @@ __all__ = [
     "DecodeError", "EncodeError", "ProtocolError", "UnknownApiError", "UnsupportedVersionError",
     "Message", "Request", "Response", "decode_request", "decode_response", "encode_request",
     "encode_response", "request_header_version", "response_header_version", "all_apis", "api_keys",
-    "api_name", "api_spec", "resolve_api_key", "FieldNode",
+    "api_name", "api_spec", "resolve_api_key", "FieldNode", "ApiKey", "ErrorCode", "error_name",
 ]

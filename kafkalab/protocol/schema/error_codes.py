@@ -16,12 +16,13 @@ as ``UNKNOWN_ERROR_<code>`` and :func:`error_info` returns ``None``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from types import MappingProxyType
 from typing import Mapping
 
 
 @dataclass(frozen=True, slots=True)
-class ErrorCode:
+class ErrorInfo:
     """One entry of the error table."""
 
     code: int
@@ -30,14 +31,14 @@ class ErrorCode:
     meaning: str
 
 
-def _e(code: int, name: str, retriable: bool, meaning: str) -> ErrorCode:
-    return ErrorCode(code, name, retriable, meaning)
+def _e(code: int, name: str, retriable: bool, meaning: str) -> ErrorInfo:
+    return ErrorInfo(code, name, retriable, meaning)
 
 
 R, F = True, False  # retriable / not retriable, to keep the rows below short
 
 #: Every error code Kafka defines, in code order.
-ERRORS: tuple[ErrorCode, ...] = (
+ERRORS: tuple[ErrorInfo, ...] = (
     _e(-1, "UNKNOWN_SERVER_ERROR", F, "The broker hit an unexpected failure it has no specific code for."),
     _e(0, "NONE", F, "Success: no error."),
     _e(1, "OFFSET_OUT_OF_RANGE", F, "The offset asked for lies outside the range the partition's log currently holds."),
@@ -178,15 +179,20 @@ ERRORS: tuple[ErrorCode, ...] = (
 del R, F
 
 #: code -> entry
-BY_CODE: Mapping[int, ErrorCode] = MappingProxyType({e.code: e for e in ERRORS})
+BY_CODE: Mapping[int, ErrorInfo] = MappingProxyType({e.code: e for e in ERRORS})
 #: NAME -> entry
-BY_NAME: Mapping[str, ErrorCode] = MappingProxyType({e.name: e for e in ERRORS})
+BY_NAME: Mapping[str, ErrorInfo] = MappingProxyType({e.name: e for e in ERRORS})
+
+#: The codes as named constants, for code that answers or inspects errors: ``ErrorCode.NOT_LEADER_OR_FOLLOWER``
+#: rather than a bare ``6``. Members are ints, so they go straight into response bodies and compare with
+#: decoded values. Built from :data:`ERRORS`, so the table stays the one home of every code.
+ErrorCode = IntEnum("ErrorCode", [(e.name, e.code) for e in ERRORS], module=__name__)
 
 #: The largest code in the table.
 MAX_CODE: int = max(BY_CODE)
 
 
-def error_info(code: int) -> ErrorCode | None:
+def error_info(code: int) -> ErrorInfo | None:
     """The table entry for ``code``, or ``None`` when the code is not in the table."""
     return BY_CODE.get(code)
 
@@ -203,4 +209,4 @@ def is_retriable(code: int) -> bool:
     return entry.retriable if entry is not None else False
 
 
-__all__ = ["ErrorCode", "ERRORS", "BY_CODE", "BY_NAME", "MAX_CODE", "error_info", "error_name", "is_retriable"]
+__all__ = ["ErrorCode", "ErrorInfo", "ERRORS", "BY_CODE", "BY_NAME", "MAX_CODE", "error_info", "error_name", "is_retriable"]

@@ -1,0 +1,71 @@
+"""Byte ranges of one capture file, each resolved by a different Spark task on its own, partition the file's
+records exactly: in local mode and on a real standalone cluster."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from kafkalab.pcap.split import ByteRange, RangeCheck, check_range, plan_ranges, read_layout
+from tests.capture.builders import pcap_bytes
+from tests.capture.test_pcap_split import true_starts
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    rng = random.Random(7)
+    packets = [rng.randbytes(rng.choice([60, 1514, rng.randrange(1, 9000)])) for _ in range(3000)]
+    path = tmp_path_factory.mktemp("ranges") / "big.pcap"
+    path.write_bytes(pcap_bytes([(1_700_000_000 + i * 0.01, p) for i, p in enumerate(packets)]))
+    return path
+
+
+def checks_on(spark, path, pieces):
+    layout = read_layout(path)
+    nominal = plan_ranges(layout, -(-layout.size // pieces))
+    return spark.sparkContext.parallelize(nominal, len(nominal)).map(check_range).collect()
+
+
+def assert_partition(checks, path):
+    assert all(check.lands for check in checks)
+    for left, right in zip(checks, checks[1:]):
+        assert left.range.end == right.range.start
+    assert sum(check.records for check in checks) == len(true_starts(path.read_bytes()))
+
+
+def test_ranges_resolved_by_separate_local_tasks_partition_the_records(spark_local, capture):
+    assert_partition(checks_on(spark_local, capture, 8), capture)
+
+
+CLUSTER_JOB = """
+import json, os, sys, time
+from kafkalab.pcap.split import check_range, plan_ranges, read_layout
+from kafkalab.spark.session import session
+spark = session(sys.argv[1], "kafkalab-cluster-test", {"spark.executor.memory": "512m"})
+status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
+deadline = time.monotonic() + 120
+while status().size() < 3 and time.monotonic() < deadline:      # the driver and both workers' executors
+    time.sleep(0.5)
+layout = read_layout(sys.argv[2])
+nominal = plan_ranges(layout, -(-layout.size // 8))
+rows = spark.sparkContext.parallelize(nominal, 8).map(lambda r: (check_range(r), os.getpid())).collect()
+print(json.dumps({"master": spark.sparkContext.master, "pids": len({pid for _, pid in rows}),
+                  "checks": [[c.range.start, c.range.end, c.records, c.lands] for c, _ in rows]}))
+spark.stop()
+"""
+
+
+@pytest.mark.slow
+def test_ranges_resolved_on_a_standalone_cluster_partition_the_records(spark_cluster_url, capture):
+    job = subprocess.run([sys.executable, "-c", CLUSTER_JOB, spark_cluster_url, str(capture)], capture_output=True,
+                         text=True, timeout=300)
+    assert job.returncode == 0, job.stderr[-3000:]
+    answer = json.loads(job.stdout.strip().splitlines()[-1])
+    assert answer["master"] == spark_cluster_url
+    assert answer["pids"] >= 2                  # the tasks ran in more than one worker process
+    checks = [RangeCheck(ByteRange(str(capture), start, end), records, lands)
+              for start, end, records, lands in answer["checks"]]
+    assert_partition(checks, capture)
