@@ -9,10 +9,8 @@ import uuid
 import pytest
 
 from kafkalab.broker import Broker
-from kafkalab.broker.groups.codes import (GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, ILLEGAL_GENERATION,
-                                          INVALID_REQUEST, MEMBER_ID_REQUIRED, NON_EMPTY_GROUP, NONE,
-                                          UNKNOWN_MEMBER_ID, UNKNOWN_TOPIC_OR_PARTITION)
 from kafkalab.broker.storage.offsets import OFFSETS_TOPIC, read_records
+from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.payloads import SUBSCRIPTION, encode_payload
 
 SUBSCRIBED_T = encode_payload(SUBSCRIPTION, {"version": 0, "topics": ["t"], "user_data": b""})
@@ -34,14 +32,14 @@ def stable_member(raw, group: str) -> tuple[str, int]:
     """One member, joined (KIP-394's two steps) and synced: (member id, generation)."""
     client = raw()
     first = join(client, group)
-    assert first["error_code"] == MEMBER_ID_REQUIRED and first["member_id"]
+    assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED and first["member_id"]
     joined = join(client, group, first["member_id"])
-    assert joined["error_code"] == NONE and joined["leader"] == first["member_id"]
+    assert joined["error_code"] == ErrorCode.NONE and joined["leader"] == first["member_id"]
     synced = client.call("SyncGroup", 5, {"group_id": group, "generation_id": joined["generation_id"],
                                           "member_id": joined["member_id"], "protocol_type": "consumer",
                                           "protocol_name": "range", "assignments": [
                                               {"member_id": joined["member_id"], "assignment": b""}]})
-    assert synced["error_code"] == NONE
+    assert synced["error_code"] == ErrorCode.NONE
     return joined["member_id"], joined["generation_id"]
 
 
@@ -56,20 +54,20 @@ def commit(raw, group: str, member_id: str, generation: int, offset: int = 3) ->
 def test_find_coordinator_batches_keys_and_checks_key_types(raw):
     client = raw()
     body = client.call("FindCoordinator", 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
-    assert [(c["key"], c["error_code"]) for c in body["coordinators"]] == [("a", NONE), ("b", NONE)]
+    assert [(c["key"], c["error_code"]) for c in body["coordinators"]] == [("a", ErrorCode.NONE), ("b", ErrorCode.NONE)]
     assert client.call("FindCoordinator", 4, {"key_type": 7, "coordinator_keys": ["a"]})["coordinators"][0][
-        "error_code"] == INVALID_REQUEST
-    assert client.call("FindCoordinator", 1, {"key": "g", "key_type": 0})["error_code"] == NONE
+        "error_code"] == ErrorCode.INVALID_REQUEST
+    assert client.call("FindCoordinator", 1, {"key": "g", "key_type": 0})["error_code"] == ErrorCode.NONE
 
 
 def test_offset_commit_checks_member_and_generation(raw):
     member, generation = stable_member(raw, "g")
-    assert commit(raw, "g", member, generation) == NONE
-    assert commit(raw, "g", member, generation + 1) == ILLEGAL_GENERATION
-    assert commit(raw, "g", "stranger", generation) == UNKNOWN_MEMBER_ID
-    assert commit(raw, "g", "", -1) == UNKNOWN_MEMBER_ID                        # the group has a member
-    assert commit(raw, "solo", "", -1) == NONE                                  # simple commits to a memberless group
-    assert commit(raw, "nobody", "x", 4) == ILLEGAL_GENERATION
+    assert commit(raw, "g", member, generation) == ErrorCode.NONE
+    assert commit(raw, "g", member, generation + 1) == ErrorCode.ILLEGAL_GENERATION
+    assert commit(raw, "g", "stranger", generation) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(raw, "g", "", -1) == ErrorCode.UNKNOWN_MEMBER_ID                        # the group has a member
+    assert commit(raw, "solo", "", -1) == ErrorCode.NONE                                  # simple commits to a memberless group
+    assert commit(raw, "nobody", "x", 4) == ErrorCode.ILLEGAL_GENERATION
 
 
 def test_describe_list_delete_groups(raw):
@@ -79,15 +77,15 @@ def test_describe_list_delete_groups(raw):
     described = client.call("DescribeGroups", 5, {"groups": ["g", "missing"]})["groups"]
     assert described[0]["group_state"] == "Stable" and described[0]["protocol_data"] == "range"
     assert [m["member_id"] for m in described[0]["members"]] == [member]
-    assert described[1]["group_state"] == "Dead" and described[1]["error_code"] == NONE
-    assert client.call("DescribeGroups", 6, {"groups": ["missing"]})["groups"][0]["error_code"] == GROUP_ID_NOT_FOUND
+    assert described[1]["group_state"] == "Dead" and described[1]["error_code"] == ErrorCode.NONE
+    assert client.call("DescribeGroups", 6, {"groups": ["missing"]})["groups"][0]["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
     listed = client.call("ListGroups", 5, {"states_filter": [], "types_filter": []})["groups"]
     assert {(g["group_id"], g["group_state"], g["group_type"]) for g in listed} == {("g", "Stable", "classic"),
                                                                                    ("solo", "Empty", "classic")}
     stable = client.call("ListGroups", 4, {"states_filter": ["stable"]})["groups"]
     assert [g["group_id"] for g in stable] == ["g"]
     results = client.call("DeleteGroups", 2, {"groups_names": ["g", "solo", "missing"]})["results"]
-    assert [r["error_code"] for r in results] == [NON_EMPTY_GROUP, NONE, GROUP_ID_NOT_FOUND]
+    assert [r["error_code"] for r in results] == [ErrorCode.NON_EMPTY_GROUP, ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND]
     assert broker_committed(client, "solo") == -1
 
 
@@ -98,17 +96,17 @@ def broker_committed(client, group: str) -> int:
 
 def test_offset_delete_keeps_subscribed_topics(raw, broker):
     member, generation = stable_member(raw, "g")
-    assert commit(raw, "g", member, generation) == NONE
+    assert commit(raw, "g", member, generation) == ErrorCode.NONE
     client = raw()
     body = client.call("OffsetDelete", 0, {"group_id": "g", "topics": [
         {"name": "t", "partitions": [{"partition_index": 0}]}, {"name": "nope", "partitions": [{"partition_index": 0}]}]})
     assert [(t["name"], t["partitions"][0]["error_code"]) for t in body["topics"]] == [
-        ("t", GROUP_SUBSCRIBED_TO_TOPIC), ("nope", UNKNOWN_TOPIC_OR_PARTITION)]
+        ("t", ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC), ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
     commit(raw, "solo", "", -1)
     body = client.call("OffsetDelete", 0, {"group_id": "solo", "topics": [
         {"name": "t", "partitions": [{"partition_index": 0}]}]})
-    assert body["topics"][0]["partitions"][0]["error_code"] == NONE and broker_committed(client, "solo") == -1
-    assert client.call("OffsetDelete", 0, {"group_id": "missing", "topics": []})["error_code"] == GROUP_ID_NOT_FOUND
+    assert body["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE and broker_committed(client, "solo") == -1
+    assert client.call("OffsetDelete", 0, {"group_id": "missing", "topics": []})["error_code"] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
 def test_consumer_group_heartbeat_assigns_on_the_server(raw, broker):
@@ -117,10 +115,10 @@ def test_consumer_group_heartbeat_assigns_on_the_server(raw, broker):
     base = {"group_id": "cg", "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 10000,
             "subscribed_topic_names": ["t"], "server_assignor": "range", "topic_partitions": []}
     first = client.call("ConsumerGroupHeartbeat", 0, {**base, "member_id": "", "member_epoch": 0})
-    assert first["error_code"] == NONE and first["member_epoch"] == 1
+    assert first["error_code"] == ErrorCode.NONE and first["member_epoch"] == 1
     assert first["assignment"]["topic_partitions"] == [{"topic_id": topic_id, "partitions": [0, 1]}]
     second = raw().call("ConsumerGroupHeartbeat", 0, {**base, "member_id": "", "member_epoch": 0})
-    assert second["error_code"] == NONE and second["assignment"]["topic_partitions"] == []   # still owned by 1st
+    assert second["error_code"] == ErrorCode.NONE and second["assignment"]["topic_partitions"] == []   # still owned by 1st
     again = client.call("ConsumerGroupHeartbeat", 0, {**base, "member_id": first["member_id"], "member_epoch": 1,
                                                       "subscribed_topic_names": None, "topic_partitions": None})
     assert again["assignment"]["topic_partitions"] == [{"topic_id": topic_id, "partitions": [0]}]   # give one up
@@ -128,7 +126,7 @@ def test_consumer_group_heartbeat_assigns_on_the_server(raw, broker):
     group = described["groups"][0]
     assert group["group_state"] == "Reconciling" and group["assignor_name"] == "range" and group["group_epoch"] == 2
     fenced = client.call("ConsumerGroupHeartbeat", 0, {**base, "member_id": first["member_id"], "member_epoch": 7})
-    assert fenced["error_code"] != NONE
+    assert fenced["error_code"] != ErrorCode.NONE
 
 
 def test_coordinator_records_decode_and_survive_a_restart(tmp_path):
@@ -141,7 +139,7 @@ def test_coordinator_records_decode_and_survive_a_restart(tmp_path):
             clients.append(RawClient(b.bootstrap_servers))
             return clients[-1]
         member, generation = stable_member(raw, "g")
-        assert commit(raw, "g", member, generation, offset=7) == NONE
+        assert commit(raw, "g", member, generation, offset=7) == ErrorCode.NONE
         records = b._on_loop(lambda: list(read_records(b.state.store.topic(OFFSETS_TOPIC).partitions[0])))
         for c in clients:
             c.close()
@@ -157,7 +155,7 @@ def test_coordinator_records_decode_and_survive_a_restart(tmp_path):
         client = RawClient(again.bootstrap_servers)
         try:                                                                    # the member carries on
             assert client.call("Heartbeat", 4, {"group_id": "g", "generation_id": generation, "member_id": member,
-                                                "group_instance_id": None})["error_code"] == NONE
+                                                "group_instance_id": None})["error_code"] == ErrorCode.NONE
             metadata = client.call("Metadata", 12, {"topics": [{"name": OFFSETS_TOPIC, "topic_id": uuid.UUID(int=0)}],
                                                     "allow_auto_topic_creation": False,
                                                     "include_topic_authorized_operations": False})

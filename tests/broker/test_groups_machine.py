@@ -9,8 +9,7 @@ import pytest
 
 from kafkalab.broker.groups import ClassicGroup, Event, JoinRequest, State, Waiter
 from kafkalab.broker.groups.classic import TRANSITIONS
-from kafkalab.broker.groups.codes import (FENCED_INSTANCE_ID, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL,
-                                          MEMBER_ID_REQUIRED, NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID)
+from kafkalab.protocol import ErrorCode
 
 SESSION, REBALANCE = 6_000, 10_000
 
@@ -27,9 +26,9 @@ def request(member_id: str = "", client: str = "c", instance: str | None = None,
 
 
 def join_new(g: ClassicGroup, now: int, client: str = "c", **kw):
-    """KIP-394: the first JoinGroup gets an id with MEMBER_ID_REQUIRED, the second joins with it."""
+    """KIP-394: the first JoinGroup gets an id with ErrorCode.MEMBER_ID_REQUIRED, the second joins with it."""
     first = g.join(now, request(client=client, **kw))
-    assert first["error_code"] == MEMBER_ID_REQUIRED
+    assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
     return first["member_id"], g.join(now, request(first["member_id"], client=client, **kw))
 
 
@@ -41,7 +40,7 @@ def stable_pair(now: int = 0):
     g.sync(now, a, None, 1, None, None, {a: b"all"})
     b, waiting_b = join_new(g, now, "b")
     assert isinstance(waiting_b, Waiter) and g.state is State.PREPARING_REBALANCE
-    assert g.heartbeat(now, a, None, 1) == REBALANCE_IN_PROGRESS
+    assert g.heartbeat(now, a, None, 1) == ErrorCode.REBALANCE_IN_PROGRESS
     answer_a = g.join(now, request(a, "a"))
     assert answer_a["generation_id"] == 2 and waiting_b.result["generation_id"] == 2
     assert len(answer_a["members"]) == 2 and waiting_b.result["members"] == []      # only the leader gets them
@@ -63,9 +62,9 @@ def test_the_table_covers_kafkas_transitions():
 def test_empty_to_preparing_to_completing_to_stable():
     g = group()
     member, answer = join_new(g, 0)
-    assert answer["error_code"] == NONE and answer["member_id"] == member
+    assert answer["error_code"] == ErrorCode.NONE and answer["member_id"] == member
     assert g.state is State.COMPLETING_REBALANCE and g.generation == 1 and g.protocol == "range"
-    assert g.heartbeat(1, member, None, 1) == NONE                              # heartbeats while completing are fine
+    assert g.heartbeat(1, member, None, 1) == ErrorCode.NONE                              # heartbeats while completing are fine
     assert g.sync(2, member, None, 1, None, None, {member: b"x"})["assignment"] == b"x"
     assert g.state is State.STABLE and g.persist
 
@@ -77,16 +76,16 @@ def test_stable_to_preparing_on_join_and_rebalance_to_stable():
 
 def test_member_id_required_then_unknown_ids_refused_and_v3_joins_at_once():
     g = group()
-    assert g.join(0, request("nobody"))["error_code"] == UNKNOWN_MEMBER_ID
+    assert g.join(0, request("nobody"))["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
     answer = g.join(0, request(version=3))                                     # before v4: an id and a join at once
-    assert answer["error_code"] == NONE and answer["member_id"] in g.members
+    assert answer["error_code"] == ErrorCode.NONE and answer["member_id"] in g.members
 
 
 def test_pending_member_ids_expire():
     g = group()
     first = g.join(0, request())
     g.tick(SESSION + 1)
-    assert g.join(SESSION + 2, request(first["member_id"]))["error_code"] == UNKNOWN_MEMBER_ID
+    assert g.join(SESSION + 2, request(first["member_id"]))["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_rebalance_timeout_drops_members_that_did_not_rejoin():
@@ -94,7 +93,7 @@ def test_rebalance_timeout_drops_members_that_did_not_rejoin():
     waiting = g.join(100, request(b, "b"))                                     # b rejoins, a never does
     assert isinstance(waiting, Waiter) and waiting.result is None
     for now in (5_000, 100 + REBALANCE - 1):                                    # a heartbeats but does not rejoin
-        assert g.heartbeat(now, a, None, 2) == REBALANCE_IN_PROGRESS
+        assert g.heartbeat(now, a, None, 2) == ErrorCode.REBALANCE_IN_PROGRESS
         g.tick(now)
     assert waiting.result is None
     g.tick(100 + REBALANCE)                                                    # the rebalance timeout passed
@@ -107,7 +106,7 @@ def test_session_expiry_in_stable_rebalances_and_the_last_one_empties():
     g.heartbeat(SESSION - 1, b, None, 2)
     g.tick(SESSION)                                                             # a's session ran out, b's did not
     assert list(g.members) == [b] and g.state is State.PREPARING_REBALANCE
-    assert g.heartbeat(SESSION, b, None, 2) == REBALANCE_IN_PROGRESS
+    assert g.heartbeat(SESSION, b, None, 2) == ErrorCode.REBALANCE_IN_PROGRESS
     g.tick(2 * SESSION)                                                         # b stops too: nobody is left
     assert g.state is State.EMPTY and g.generation == 3 and g.leader is None
 
@@ -120,39 +119,39 @@ def test_leader_missing_in_completing_rebalance_fails_waiting_syncs():
     follower = g.sync(0, b, None, 3, None, None, {})
     assert isinstance(follower, Waiter) and g.state is State.COMPLETING_REBALANCE
     g.tick(SESSION)                                                             # the leader never syncs
-    assert follower.result["error_code"] == REBALANCE_IN_PROGRESS and g.state is State.PREPARING_REBALANCE
+    assert follower.result["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS and g.state is State.PREPARING_REBALANCE
 
 
 def test_leave_rebalances_and_last_leave_empties_then_delete():
     g, a, b = stable_pair()
-    assert g.leave(0, a, None) == NONE and g.state is State.PREPARING_REBALANCE
-    assert g.leave(0, "stranger", None) == UNKNOWN_MEMBER_ID
-    assert g.leave(0, b, None) == NONE and g.state is State.EMPTY and g.generation == 3
+    assert g.leave(0, a, None) == ErrorCode.NONE and g.state is State.PREPARING_REBALANCE
+    assert g.leave(0, "stranger", None) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert g.leave(0, b, None) == ErrorCode.NONE and g.state is State.EMPTY and g.generation == 3
     g.delete(0)
     assert g.state is State.DEAD
 
 
 def test_generation_and_member_checks():
     g, a, b = stable_pair()
-    assert g.heartbeat(0, a, None, 1) == ILLEGAL_GENERATION
-    assert g.heartbeat(0, "x", None, 2) == UNKNOWN_MEMBER_ID
-    assert g.sync(0, a, None, 1, None, None, {})["error_code"] == ILLEGAL_GENERATION
-    assert g.sync(0, a, None, 2, "consumer", "roundrobin", {})["error_code"] == INCONSISTENT_GROUP_PROTOCOL
+    assert g.heartbeat(0, a, None, 1) == ErrorCode.ILLEGAL_GENERATION
+    assert g.heartbeat(0, "x", None, 2) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert g.sync(0, a, None, 1, None, None, {})["error_code"] == ErrorCode.ILLEGAL_GENERATION
+    assert g.sync(0, a, None, 2, "consumer", "roundrobin", {})["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert g.sync(0, b, None, 2, None, None, {})["assignment"] == b"B"           # Stable: the current assignment
-    assert g.commit_problem(0, a, None, 2) == NONE
-    assert g.commit_problem(0, a, None, 1) == ILLEGAL_GENERATION
-    assert g.commit_problem(0, "", None, -1) == UNKNOWN_MEMBER_ID                # simple commits need an Empty group
+    assert g.commit_problem(0, a, None, 2) == ErrorCode.NONE
+    assert g.commit_problem(0, a, None, 1) == ErrorCode.ILLEGAL_GENERATION
+    assert g.commit_problem(0, "", None, -1) == ErrorCode.UNKNOWN_MEMBER_ID                # simple commits need an Empty group
     g.join(0, request(a, "a"))
-    assert g.commit_problem(0, a, None, 2) == NONE                              # preparing: still its generation
+    assert g.commit_problem(0, a, None, 2) == ErrorCode.NONE                              # preparing: still its generation
     g.join(0, request(b, "b"))
-    assert g.commit_problem(0, a, None, 3) == REBALANCE_IN_PROGRESS             # completing: wait for the assignment
+    assert g.commit_problem(0, a, None, 3) == ErrorCode.REBALANCE_IN_PROGRESS             # completing: wait for the assignment
 
 
 def test_protocols_must_overlap():
     g, a, b = stable_pair()
     other = g.join(0, request(client="c", protocols=(("roundrobin", b""),), version=3))
-    assert other["error_code"] == INCONSISTENT_GROUP_PROTOCOL
-    assert g.join(0, request(protocols=()))["error_code"] == INCONSISTENT_GROUP_PROTOCOL
+    assert other["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert g.join(0, request(protocols=()))["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_protocol_vote_picks_what_every_member_supports():
@@ -174,10 +173,10 @@ def test_static_member_restart_keeps_its_place_without_rebalance():
     new = again["member_id"]
     assert new != old and again["generation_id"] == 1 and again["skip_assignment"] is True
     assert g.state is State.STABLE and g.members[new].assignment == b"mine"
-    assert g.heartbeat(6, old, "i-1", 1) == FENCED_INSTANCE_ID                  # the old incarnation is fenced
-    assert g.join(6, request(old, instance="i-1"))["error_code"] == FENCED_INSTANCE_ID
-    assert g.leave(7, old, "i-1") == FENCED_INSTANCE_ID
-    assert g.leave(7, "", "i-1") == NONE and g.state is State.EMPTY
+    assert g.heartbeat(6, old, "i-1", 1) == ErrorCode.FENCED_INSTANCE_ID                  # the old incarnation is fenced
+    assert g.join(6, request(old, instance="i-1"))["error_code"] == ErrorCode.FENCED_INSTANCE_ID
+    assert g.leave(7, old, "i-1") == ErrorCode.FENCED_INSTANCE_ID
+    assert g.leave(7, "", "i-1") == ErrorCode.NONE and g.state is State.EMPTY
 
 
 def test_static_leader_before_v9_triggers_a_rebalance():

@@ -1,13 +1,13 @@
 """One classic consumer group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup): Kafka's group state machine, sans-IO.
 
-Owns: a group's members (dynamic and static), the pending member ids handed out with MEMBER_ID_REQUIRED, the
+Owns: a group's members (dynamic and static), the pending member ids handed out with ErrorCode.MEMBER_ID_REQUIRED, the
 generation, the protocol type, the chosen protocol, the leader, each member's assignment, and the five states
 with the transitions between them (:data:`TRANSITIONS`, the only place a state changes). Must not know:
 sockets, clocks (every call takes ``now_ms``), the wire encoding (it returns response bodies as dicts),
 storage (it sets ``persist`` when its metadata record must be written) or other groups.
 
 Theory of operation. A group starts Empty. A JoinGroup moves it to PreparingRebalance: every known member must
-send JoinGroup again (the ones already in the group learn of the rebalance from REBALANCE_IN_PROGRESS on their
+send JoinGroup again (the ones already in the group learn of the rebalance from ErrorCode.REBALANCE_IN_PROGRESS on their
 heartbeats). JoinGroup answers are held back (a :class:`Waiter`) until every member has rejoined or the
 rebalance timeout (the largest of the members') passes; members that did not rejoin then leave (static ones
 stay), the generation grows by one and the group is CompletingRebalance: each waiter gets the generation,
@@ -22,10 +22,10 @@ how often they rejoin; the coordinator runs the same rounds for both.
 A new group (Empty) holds its first round open for ``group.initial.rebalance.delay.ms`` (each member joining
 meanwhile extends it, up to the rebalance timeout), so consumers started together land in one generation.
 
-Membership rules: from JoinGroup v4 a member without an id is given one with MEMBER_ID_REQUIRED and must
+Membership rules: from JoinGroup v4 a member without an id is given one with ErrorCode.MEMBER_ID_REQUIRED and must
 join again with it (KIP-394); a member with a ``group.instance.id`` (static membership, KIP-345) keeps its
 place across restarts: a rejoin with the same instance id and no member id takes over the old member (whose
-id is then fenced with FENCED_INSTANCE_ID) and, in a Stable group with unchanged protocols, gets the current
+id is then fenced with ErrorCode.FENCED_INSTANCE_ID) and, in a Stable group with unchanged protocols, gets the current
 generation back without a rebalance. Members waiting for a JoinGroup or SyncGroup answer are alive; the
 others expire ``session_timeout_ms`` after their last request.
 """
@@ -36,11 +36,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kafkalab.protocol import ProtocolError
+from kafkalab.protocol import ErrorCode, ProtocolError
 from kafkalab.protocol.payloads import CONSUMER, SUBSCRIPTION, decode_payload
-
-from .codes import (FENCED_INSTANCE_ID, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED,
-                    NONE, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID)
 
 
 class State(str, enum.Enum):
@@ -141,7 +138,7 @@ class ClassicGroup:
     leader: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
     static: dict[str, str] = field(default_factory=dict)          # instance id -> member id
-    pending: dict[str, int] = field(default_factory=dict)         # member id -> expiry (MEMBER_ID_REQUIRED)
+    pending: dict[str, int] = field(default_factory=dict)         # member id -> expiry (ErrorCode.MEMBER_ID_REQUIRED)
     rebalance_deadline_ms: int = 0
     initial_delay_ms: int = 0       # group.initial.rebalance.delay.ms: a new group's first round waits for more
     join_not_before_ms: int = 0
@@ -168,42 +165,42 @@ class ClassicGroup:
             member_id = self.new_id(req.client_id)
             if req.require_member_id:
                 self.pending[member_id] = now_ms + req.session_timeout_ms
-                return join_error(MEMBER_ID_REQUIRED, member_id)
+                return join_error(ErrorCode.MEMBER_ID_REQUIRED, member_id)
             return self._add(now_ms, member_id, req)
         if self.pending.pop(req.member_id, None) is not None:
             return self._add(now_ms, req.member_id, req)
         member = self.members.get(req.member_id)
         if member is None:
-            return join_error(UNKNOWN_MEMBER_ID, req.member_id)
+            return join_error(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id)
         return self._rejoin(now_ms, member, req)
 
     def _protocol_problem(self, req: JoinRequest) -> int:
         if not req.protocol_type or not req.protocols:
-            return INCONSISTENT_GROUP_PROTOCOL
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         others = [m for m in self.members.values() if m.member_id != req.member_id]
         if not others:
-            return NONE
+            return ErrorCode.NONE
         common = set.intersection(*({name for name, _ in m.protocols} for m in others))
         if req.protocol_type != self.protocol_type or not common & {name for name, _ in req.protocols}:
-            return INCONSISTENT_GROUP_PROTOCOL
-        return NONE
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return ErrorCode.NONE
 
     def _join_static(self, now_ms: int, req: JoinRequest) -> dict | Waiter:
         known = self.static.get(req.instance_id)
         if known is None:
             if req.member_id:
-                return join_error(UNKNOWN_MEMBER_ID, req.member_id)
+                return join_error(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id)
             return self._add(now_ms, self.new_id(req.client_id), req)
         if req.member_id:
             if req.member_id != known:
-                return join_error(FENCED_INSTANCE_ID, req.member_id)
+                return join_error(ErrorCode.FENCED_INSTANCE_ID, req.member_id)
             return self._rejoin(now_ms, self.members[known], req)
         return self._replace_static(now_ms, self.members[known], req)
 
     def _replace_static(self, now_ms: int, member: Member, req: JoinRequest) -> dict | Waiter:
         """KIP-345: a restarted static member takes the old member's place under a new id; the old id is fenced."""
         old_id, new_id = member.member_id, self.new_id(req.client_id)
-        self._settle(member, FENCED_INSTANCE_ID, old_id)
+        self._settle(member, ErrorCode.FENCED_INSTANCE_ID, old_id)
         del self.members[old_id]
         member.member_id = new_id
         self.members[new_id] = member
@@ -234,7 +231,7 @@ class ClassicGroup:
         member.protocols, member.client_id, member.client_host = req.protocols, req.client_id, req.client_host
         member.session_timeout_ms, member.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
         member.last_seen_ms = now_ms
-        self._settle(member, REBALANCE_IN_PROGRESS, member.member_id)      # an older JoinGroup of the same member
+        self._settle(member, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)      # an older JoinGroup of the same member
         waiter = member.join_waiter = Waiter()
         if self.state is State.EMPTY:
             self.join_not_before_ms = now_ms + self.initial_delay_ms
@@ -251,7 +248,7 @@ class ClassicGroup:
         self.rebalance_deadline_ms = now_ms + max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
         for m in self.members.values():
             if m.sync_waiter is not None:
-                m.sync_waiter.result, m.sync_waiter = sync_answer(REBALANCE_IN_PROGRESS, self), None
+                m.sync_waiter.result, m.sync_waiter = sync_answer(ErrorCode.REBALANCE_IN_PROGRESS, self), None
 
     def _maybe_finish_join(self, now_ms: int) -> None:
         if self.state is not State.PREPARING_REBALANCE:
@@ -290,21 +287,21 @@ class ClassicGroup:
     def _join_answer(self, member: Member, members: bool) -> dict:
         listed = [{"member_id": m.member_id, "group_instance_id": m.instance_id, "metadata": m.metadata(self.protocol)}
                   for m in self.members.values()] if members else []
-        return {"error_code": NONE, "generation_id": self.generation, "protocol_type": self.protocol_type,
+        return {"error_code": ErrorCode.NONE, "generation_id": self.generation, "protocol_type": self.protocol_type,
                 "protocol_name": self.protocol, "leader": self.leader or "", "skip_assignment": False,
                 "member_id": member.member_id, "members": listed}
 
     # --- SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------------------------
 
     def member_problem(self, member_id: str, instance_id: str | None, generation: int | None = None) -> int:
-        """FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION for a request naming this member, else NONE."""
+        """ErrorCode.FENCED_INSTANCE_ID, ErrorCode.UNKNOWN_MEMBER_ID or ErrorCode.ILLEGAL_GENERATION for a request naming this member, else ErrorCode.NONE."""
         if instance_id is not None and instance_id in self.static and self.static[instance_id] != member_id:
-            return FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         if member_id not in self.members:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation is not None and generation != self.generation:
-            return ILLEGAL_GENERATION
-        return NONE
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
 
     def sync(self, now_ms: int, member_id: str, instance_id: str | None, generation: int,
              protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict | Waiter:
@@ -312,13 +309,13 @@ class ClassicGroup:
         if problem:
             return sync_answer(problem)
         if (protocol_type and protocol_type != self.protocol_type) or (protocol_name and protocol_name != self.protocol):
-            return sync_answer(INCONSISTENT_GROUP_PROTOCOL)
+            return sync_answer(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         member = self.members[member_id]
         member.last_seen_ms = now_ms
         if self.state is State.PREPARING_REBALANCE:
-            return sync_answer(REBALANCE_IN_PROGRESS, self)
+            return sync_answer(ErrorCode.REBALANCE_IN_PROGRESS, self)
         if self.state is State.STABLE:
-            return sync_answer(NONE, self, member.assignment)
+            return sync_answer(ErrorCode.NONE, self, member.assignment)
         waiter = member.sync_waiter = Waiter()
         if member_id == self.leader:
             for m in self.members.values():
@@ -327,7 +324,7 @@ class ClassicGroup:
             self.persist = True
             for m in self.members.values():
                 if m.sync_waiter is not None:
-                    m.sync_waiter.result, m.sync_waiter = sync_answer(NONE, self, m.assignment), None
+                    m.sync_waiter.result, m.sync_waiter = sync_answer(ErrorCode.NONE, self, m.assignment), None
                     m.last_seen_ms = now_ms
         return waiter.result if waiter.result is not None else waiter
 
@@ -336,35 +333,35 @@ class ClassicGroup:
         if problem:
             return problem
         self.members[member_id].last_seen_ms = now_ms
-        return REBALANCE_IN_PROGRESS if self.state is State.PREPARING_REBALANCE else NONE
+        return ErrorCode.REBALANCE_IN_PROGRESS if self.state is State.PREPARING_REBALANCE else ErrorCode.NONE
 
     def leave(self, now_ms: int, member_id: str, instance_id: str | None) -> int:
         if instance_id is not None:
             known = self.static.get(instance_id)
             if known is None:
-                return UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if member_id and member_id != known:
-                return FENCED_INSTANCE_ID
+                return ErrorCode.FENCED_INSTANCE_ID
             member_id = known
         if self.pending.pop(member_id, None) is not None:
             self._maybe_finish_join(now_ms)
-            return NONE
+            return ErrorCode.NONE
         member = self.members.get(member_id)
         if member is None:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         self._remove(member)
         self._member_gone(now_ms)
-        return NONE
+        return ErrorCode.NONE
 
     def commit_problem(self, now_ms: int, member_id: str, instance_id: str | None, generation: int) -> int:
         """Kafka's checks on an OffsetCommit: simple commits (generation < 0) only to an Empty group; members
         commit in their generation, and not while the group waits for its assignment."""
         if generation < 0 and self.state is State.EMPTY:
-            return NONE
+            return ErrorCode.NONE
         if instance_id is not None and instance_id in self.static and self.static[instance_id] != member_id:
-            return FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         if self.state is State.COMPLETING_REBALANCE:
-            return REBALANCE_IN_PROGRESS
+            return ErrorCode.REBALANCE_IN_PROGRESS
         problem = self.member_problem(member_id, instance_id, generation)
         if not problem:
             self.members[member_id].last_seen_ms = now_ms
@@ -393,7 +390,7 @@ class ClassicGroup:
         self._maybe_finish_join(now_ms)
 
     def _remove(self, member: Member) -> None:
-        self._settle(member, UNKNOWN_MEMBER_ID, member.member_id)
+        self._settle(member, ErrorCode.UNKNOWN_MEMBER_ID, member.member_id)
         self.members.pop(member.member_id, None)
         if member.instance_id is not None and self.static.get(member.instance_id) == member.member_id:
             del self.static[member.instance_id]

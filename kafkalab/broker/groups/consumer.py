@@ -13,7 +13,7 @@ go, it gets the group epoch and the partitions of its target that no other membe
 still held elsewhere come on a later heartbeat. An assignment is sent only when it differs from the last one
 sent to that member. Members expire ``group.consumer.session.timeout.ms`` after their last heartbeat. State:
 Empty (no member), Reconciling (some member not yet at its target), Stable. Group records of KIP-848 (key
-versions 3+) are not written: after a restart members rejoin (UNKNOWN_MEMBER_ID makes them); committed
+versions 3+) are not written: after a restart members rejoin (ErrorCode.UNKNOWN_MEMBER_ID makes them); committed
 offsets persist as for every group.
 """
 from __future__ import annotations
@@ -22,9 +22,9 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
+from kafkalab.protocol import ErrorCode
+
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
-from .codes import (FENCED_MEMBER_EPOCH, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST, NONE, STALE_MEMBER_EPOCH,
-                    UNKNOWN_MEMBER_ID, UNSUPPORTED_ASSIGNOR)
 
 JOIN, LEAVE, STATIC_LEAVE = 0, -1, -2
 TopicPartitions = set[tuple[str, int]]
@@ -74,7 +74,7 @@ class ConsumerGroup:
         except GroupError as exc:
             return _answer(exc.code, body.get("member_id") or None, -1, 0, None, exc.message)
         if member is None:
-            return _answer(NONE, body["member_id"], body["member_epoch"], 0, None)
+            return _answer(ErrorCode.NONE, body["member_id"], body["member_epoch"], 0, None)
         member.last_seen_ms = now_ms
         if self._topics_changed():
             self._rebalance()
@@ -84,7 +84,7 @@ class ConsumerGroup:
         if member.sent != member.assigned:
             member.sent = set(member.assigned)
             assignment = {"topic_partitions": self._by_id(member.assigned)}
-        return _answer(NONE, member.member_id, member.epoch, self.settings.consumer_heartbeat_interval_ms, assignment)
+        return _answer(ErrorCode.NONE, member.member_id, member.epoch, self.settings.consumer_heartbeat_interval_ms, assignment)
 
     def _member(self, now_ms: int, body: dict, client_id: str, client_host: str) -> ConsumerMember | None:
         epoch, member_id = body["member_epoch"], body.get("member_id") or ""
@@ -94,7 +94,7 @@ class ConsumerGroup:
             return None
         if epoch == JOIN:
             if body.get("subscribed_topic_names") is None and body.get("subscribed_topic_regex") is None:
-                raise GroupError(INVALID_REQUEST, "a joining member must name its subscription")
+                raise GroupError(ErrorCode.INVALID_REQUEST, "a joining member must name its subscription")
             member = ConsumerMember(member_id or str(uuid.uuid4()), body.get("instance_id"), body.get("rack_id"),
                                     client_id, client_host, body.get("rebalance_timeout_ms", -1))
             self.members.pop(member.member_id, None)
@@ -103,9 +103,9 @@ class ConsumerGroup:
             return member
         member = self.members.get(member_id)
         if member is None:
-            raise GroupError(UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {self.group_id}")
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id} is not in group {self.group_id}")
         if epoch not in (member.epoch, member.previous_epoch):
-            raise GroupError(FENCED_MEMBER_EPOCH, f"epoch {epoch} is not the member's epoch {member.epoch}")
+            raise GroupError(ErrorCode.FENCED_MEMBER_EPOCH, f"epoch {epoch} is not the member's epoch {member.epoch}")
         self._subscribe(member, body, force=False)
         return member
 
@@ -113,12 +113,12 @@ class ConsumerGroup:
         names, regex = body.get("subscribed_topic_names"), body.get("subscribed_topic_regex")
         assignor = body.get("server_assignor")
         if assignor is not None and assignor not in ASSIGNORS:
-            raise GroupError(UNSUPPORTED_ASSIGNOR, f"assignor {assignor!r} (known: {', '.join(ASSIGNORS)})")
+            raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"assignor {assignor!r} (known: {', '.join(ASSIGNORS)})")
         if regex is not None:
             try:
                 re.compile(regex)
             except re.error as exc:
-                raise GroupError(INVALID_REGULAR_EXPRESSION, str(exc)) from None
+                raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
         changed = force
         if names is not None and sorted(names) != sorted(member.topic_names):
             member.topic_names, changed = list(names), True
@@ -175,13 +175,13 @@ class ConsumerGroup:
 
     def commit_problem(self, now_ms: int, member_id: str, instance_id: str | None, epoch: int) -> int:
         if epoch < 0 and not self.members:
-            return NONE
+            return ErrorCode.NONE
         member = self.members.get(member_id)
         if member is None:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if epoch in (member.epoch, member.previous_epoch):
-            return NONE
-        return FENCED_MEMBER_EPOCH if epoch > member.epoch else STALE_MEMBER_EPOCH
+            return ErrorCode.NONE
+        return ErrorCode.FENCED_MEMBER_EPOCH if epoch > member.epoch else ErrorCode.STALE_MEMBER_EPOCH
 
     def tick(self, now_ms: int) -> None:
         timeout = self.settings.consumer_session_timeout_ms

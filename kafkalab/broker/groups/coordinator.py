@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.payloads import ASSIGNMENT, SUBSCRIPTION, encode_payload
 
 from .classic import ClassicGroup, JoinRequest, Member, State, Waiter, join_error, sync_answer
-from .codes import (GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL,
-                    INVALID_SESSION_TIMEOUT, NON_EMPTY_GROUP, NONE, UNKNOWN_MEMBER_ID)
 from .consumer import ConsumerGroup
 
 @dataclass(frozen=True)
@@ -51,11 +50,11 @@ class GroupCoordinator:
     def join(self, now_ms: int, group_id: str, req: JoinRequest) -> dict | Waiter:
         s = self.settings
         if not s.min_session_timeout_ms <= req.session_timeout_ms <= s.max_session_timeout_ms:
-            return join_error(INVALID_SESSION_TIMEOUT, req.member_id)
+            return join_error(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
         group = self.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             if group.members:
-                return join_error(INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+                return join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
             group = None
         if group is None:
             group = self.groups[group_id] = ClassicGroup(group_id, state_since_ms=now_ms,
@@ -66,18 +65,18 @@ class GroupCoordinator:
              protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes]) -> dict | Waiter:
         group = self._classic(group_id)
         if group is None:
-            return sync_answer(UNKNOWN_MEMBER_ID)
+            return sync_answer(ErrorCode.UNKNOWN_MEMBER_ID)
         return self._after(group, now_ms, group.sync(now_ms, member_id, instance_id, generation, protocol_type,
                                                      protocol_name, assignments))
 
     def heartbeat(self, now_ms: int, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
         group = self._classic(group_id)
-        return UNKNOWN_MEMBER_ID if group is None else group.heartbeat(now_ms, member_id, instance_id, generation)
+        return ErrorCode.UNKNOWN_MEMBER_ID if group is None else group.heartbeat(now_ms, member_id, instance_id, generation)
 
     def leave(self, now_ms: int, group_id: str, member_id: str, instance_id: str | None) -> int:
         group = self._classic(group_id)
         if group is None:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         return self._after(group, now_ms, group.leave(now_ms, member_id, instance_id))
 
     def _classic(self, group_id: str) -> ClassicGroup | None:
@@ -91,7 +90,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if isinstance(group, ClassicGroup):
             if group.members or group.pending:
-                return {"error_code": INCONSISTENT_GROUP_PROTOCOL, "error_message": "a classic group is active",
+                return {"error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "error_message": "a classic group is active",
                         "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
             group = None
         if group is None:
@@ -107,25 +106,25 @@ class GroupCoordinator:
         goes to a group nobody is a member of."""
         group = self.groups.get(group_id)
         if group is None:
-            return NONE if generation < 0 else ILLEGAL_GENERATION
+            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
         return group.commit_problem(now_ms, member_id, instance_id, generation)
 
     def delete_offsets(self, now_ms: int, group_id: str, topics: list[tuple[str, list[int]]]) -> tuple[int, dict]:
         """OffsetDelete: (group error, {(topic, partition): error}); offsets of topics the group's members
-        subscribe to stay (GROUP_SUBSCRIBED_TO_TOPIC)."""
+        subscribe to stay (ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)."""
         if group_id not in self.groups and group_id not in self.store.committed:
-            return GROUP_ID_NOT_FOUND, {}
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
         group = self.groups.get(group_id)
         subscribed = group.subscribed_topics() if group is not None else set()
         errors = {}
         for topic, partitions in topics:
             for index in partitions:
                 if topic in subscribed:
-                    errors[(topic, index)] = GROUP_SUBSCRIBED_TO_TOPIC
+                    errors[(topic, index)] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
                 else:
                     self.store.delete_committed(group_id, topic, index, now_ms)
-                    errors[(topic, index)] = NONE
-        return NONE, errors
+                    errors[(topic, index)] = ErrorCode.NONE
+        return ErrorCode.NONE, errors
 
     # --- views and deletion -------------------------------------------------------------------------------
 
@@ -166,16 +165,16 @@ class GroupCoordinator:
     def delete_group(self, now_ms: int, group_id: str) -> int:
         group = self.groups.get(group_id)
         if group is None and group_id not in self.store.committed:
-            return GROUP_ID_NOT_FOUND
+            return ErrorCode.GROUP_ID_NOT_FOUND
         if group is not None and not group.is_empty():
-            return NON_EMPTY_GROUP
+            return ErrorCode.NON_EMPTY_GROUP
         if group is not None:
             group.delete(now_ms)
             del self.groups[group_id]
         for topic, partition in list(self.store.committed.get(group_id, {})):
             self.store.delete_committed(group_id, topic, partition, now_ms)
         self.store.write_group(group_id, None, now_ms)
-        return NONE
+        return ErrorCode.NONE
 
     # --- time ---------------------------------------------------------------------------------------------
 

@@ -6,16 +6,17 @@ carries the member's epoch and, when it changed, its assignment. v1 lets the cli
 """
 from __future__ import annotations
 
-from ..groups.codes import INVALID_GROUP_ID
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from .base import Handler
 from .group_waits import client_host
 
 
 def handle(ctx, body: dict) -> dict:
     if not body.get("group_id"):
-        return {"throttle_time_ms": 0, "error_code": INVALID_GROUP_ID, "error_message": "empty group id",
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID, "error_message": "empty group id",
                 "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
     return ctx.state.groups.consumer_heartbeat(ctx.now_ms, body, ctx.client_id or "", client_host(ctx))
 
 
-HANDLER = Handler(68, 0, 1, handle)
+HANDLER = Handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, handle)

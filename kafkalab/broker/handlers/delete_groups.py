@@ -2,6 +2,8 @@
 ``__consumer_offsets``); NON_EMPTY_GROUP while members remain, GROUP_ID_NOT_FOUND for unknown ids."""
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey
+
 from .base import Handler
 
 
@@ -11,4 +13,4 @@ def handle(ctx, body: dict) -> dict:
                                                for g in body.get("groups_names") or ()]}
 
 
-HANDLER = Handler(42, 0, 2, handle)
+HANDLER = Handler(ApiKey.DELETE_GROUPS, 0, 2, handle)

@@ -1,12 +1,13 @@
 """FindCoordinator (10), v0-v6: this broker coordinates every group and transactional id.
 
 v0 asks for a group; v1-v3 for one key of a type (0 group, 1 transaction); v4+ for a list
-(``coordinator_keys``, KIP-699) answered one entry each. An unknown key type is INVALID_REQUEST, an empty
-group id INVALID_GROUP_ID (as Kafka answers).
+(``coordinator_keys``, KIP-699) answered one entry each. An unknown key type is ErrorCode.INVALID_REQUEST, an empty
+group id ErrorCode.INVALID_GROUP_ID (as Kafka answers).
 """
 from __future__ import annotations
 
-from ..groups.codes import INVALID_GROUP_ID, INVALID_REQUEST, NONE
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from .base import Handler
 
 GROUP, TRANSACTION = 0, 1
@@ -22,12 +23,12 @@ def handle(ctx, body: dict) -> dict:
 
 def _entry(ctx, key: str, key_type: int) -> dict:
     state = ctx.state
-    error = INVALID_REQUEST if key_type not in (GROUP, TRANSACTION) else \
-        INVALID_GROUP_ID if key_type == GROUP and not key else NONE
+    error = ErrorCode.INVALID_REQUEST if key_type not in (GROUP, TRANSACTION) else \
+        ErrorCode.INVALID_GROUP_ID if key_type == GROUP and not key else ErrorCode.NONE
     if error:
         return {"node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": None}
     return {"node_id": state.node_id, "host": ctx.local_host or state.advertised_host,
-            "port": ctx.local_port or state.advertised_port, "error_code": NONE, "error_message": None}
+            "port": ctx.local_port or state.advertised_port, "error_code": ErrorCode.NONE, "error_message": None}
 
 
-HANDLER = Handler(10, 0, 6, handle)
+HANDLER = Handler(ApiKey.FIND_COORDINATOR, 0, 6, handle)

@@ -3,6 +3,8 @@
 v3+ carries ``group_instance_id`` (FENCED_INSTANCE_ID when another member took that instance id)."""
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey
+
 from .base import Handler
 
 
@@ -12,4 +14,4 @@ def handle(ctx, body: dict) -> dict:
     return {"throttle_time_ms": 0, "error_code": error}
 
 
-HANDLER = Handler(12, 0, 4, handle)
+HANDLER = Handler(ApiKey.HEARTBEAT, 0, 4, handle)

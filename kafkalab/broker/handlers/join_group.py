@@ -7,11 +7,11 @@ tell a static leader rejoining a stable group to skip the assignment. The group 
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey, ErrorCode
 from kafkalab.protocol.payloads import SUBSCRIPTION
 
 from ..groups import JoinRequest
 from ..groups.classic import join_error
-from ..groups.codes import INVALID_GROUP_ID, REBALANCE_IN_PROGRESS
 from ..groups.coordinator import as_bytes
 from .base import Handler
 from .group_waits import client_host, when_decided
@@ -27,9 +27,9 @@ def handle(ctx, body: dict):
                       [(p["name"], as_bytes(SUBSCRIPTION, p["metadata"])) for p in body.get("protocols") or ()],
                       protocol_type=body.get("protocol_type") or "", require_member_id=ctx.api_version >= 4, skip_assignment_ok=ctx.api_version >= 9)
     if not body.get("group_id"):
-        return {"throttle_time_ms": 0, **join_error(INVALID_GROUP_ID, req.member_id)}
+        return {"throttle_time_ms": 0, **join_error(ErrorCode.INVALID_GROUP_ID, req.member_id)}
     result = ctx.state.groups.join(ctx.now_ms, body["group_id"], req)
-    return when_decided(result, max(rebalance, session) + GRACE_MS, join_error(REBALANCE_IN_PROGRESS, req.member_id))
+    return when_decided(result, max(rebalance, session) + GRACE_MS, join_error(ErrorCode.REBALANCE_IN_PROGRESS, req.member_id))
 
 
-HANDLER = Handler(11, 0, 9, handle)
+HANDLER = Handler(ApiKey.JOIN_GROUP, 0, 9, handle)

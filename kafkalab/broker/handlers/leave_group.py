@@ -5,6 +5,8 @@ with its own error; v5 adds a reason (logged by Kafka, ignored here).
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey
+
 from .base import Handler
 
 
@@ -18,4 +20,4 @@ def handle(ctx, body: dict) -> dict:
     return {"throttle_time_ms": 0, "error_code": 0, "members": members}
 
 
-HANDLER = Handler(13, 0, 5, handle)
+HANDLER = Handler(ApiKey.LEAVE_GROUP, 0, 5, handle)

@@ -2,6 +2,8 @@
 (KIP-518, case-insensitive), v5+ its type ("classic" or "consumer") and a types filter (KIP-848)."""
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey
+
 from .base import Handler
 
 
@@ -20,4 +22,4 @@ def handle(ctx, body: dict) -> dict:
     return {"throttle_time_ms": 0, "error_code": 0, "groups": out}
 
 
-HANDLER = Handler(16, 0, 5, handle)
+HANDLER = Handler(ApiKey.LIST_GROUPS, 0, 5, handle)

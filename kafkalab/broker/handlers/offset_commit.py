@@ -8,7 +8,8 @@ to a group without members. A refused commit answers the error for every partiti
 """
 from __future__ import annotations
 
-from ..groups.codes import NONE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from ..storage import Committed
 from .base import Handler
 
@@ -28,9 +29,9 @@ def handle(ctx, body: dict) -> dict:
             if refused:
                 error = refused
             elif topic is None or not 0 <= index < len(topic.partitions):
-                error = UNKNOWN_TOPIC_ID if topic is None and ctx.api_version >= 10 else UNKNOWN_TOPIC_OR_PARTITION
+                error = ErrorCode.UNKNOWN_TOPIC_ID if topic is None and ctx.api_version >= 10 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                error = NONE
+                error = ErrorCode.NONE
                 store.commit(group, topic.name, index, Committed(p["committed_offset"],
                                                                  p.get("committed_leader_epoch", -1),
                                                                  p.get("committed_metadata"), ctx.now_ms))
@@ -39,4 +40,4 @@ def handle(ctx, body: dict) -> dict:
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-HANDLER = Handler(8, 0, 10, handle)
+HANDLER = Handler(ApiKey.OFFSET_COMMIT, 0, 10, handle)

@@ -1,11 +1,12 @@
 """OffsetDelete (47), v0: forget a group's committed offsets for some partitions (KIP-496).
 
 Offsets of topics the group's current members subscribe to stay (GROUP_SUBSCRIBED_TO_TOPIC); unknown topics
-or partitions answer UNKNOWN_TOPIC_OR_PARTITION; an unknown group GROUP_ID_NOT_FOUND.
+or partitions answer ErrorCode.UNKNOWN_TOPIC_OR_PARTITION; an unknown group GROUP_ID_NOT_FOUND.
 """
 from __future__ import annotations
 
-from ..groups.codes import UNKNOWN_TOPIC_OR_PARTITION
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from .base import Handler
 
 
@@ -19,9 +20,9 @@ def handle(ctx, body: dict) -> dict:
     error, results = ctx.state.groups.delete_offsets(ctx.now_ms, body["group_id"], known)
     topics = [] if error else [
         {"name": name, "partitions": [{"partition_index": i,
-                                       "error_code": results.get((name, i), UNKNOWN_TOPIC_OR_PARTITION)}
+                                       "error_code": results.get((name, i), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}
                                       for i in indexes]} for name, indexes in asked]
     return {"error_code": error, "throttle_time_ms": 0, "topics": topics}
 
 
-HANDLER = Handler(47, 0, 0, handle)
+HANDLER = Handler(ApiKey.OFFSET_DELETE, 0, 0, handle)

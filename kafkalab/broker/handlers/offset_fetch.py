@@ -5,9 +5,9 @@ groups (KIP-709); v10 names topics by id.
 """
 from __future__ import annotations
 
-from .base import Handler
+from kafkalab.protocol import ApiKey, ErrorCode
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION = 0, 3
+from .base import Handler
 
 
 def handle(ctx, body: dict) -> dict:
@@ -15,7 +15,7 @@ def handle(ctx, body: dict) -> dict:
         groups = [_group(ctx, g["group_id"], g.get("topics")) for g in body.get("groups", ())]
         return {"throttle_time_ms": 0, "groups": groups}
     answer = _group(ctx, body["group_id"], body.get("topics"))
-    return {"throttle_time_ms": 0, "topics": answer["topics"], "error_code": NONE}
+    return {"throttle_time_ms": 0, "topics": answer["topics"], "error_code": ErrorCode.NONE}
 
 
 def _group(ctx, group: str, topics) -> dict:
@@ -32,17 +32,17 @@ def _group(ctx, group: str, topics) -> dict:
         name = topic.name if topic is not None else t.get("name", "")
         out.append({"name": name, "topic_id": t.get("topic_id"),
                     "partitions": [_partition(store, group, name, i) for i in t.get("partition_indexes", ())]})
-    return {"group_id": group, "topics": out, "error_code": NONE}
+    return {"group_id": group, "topics": out, "error_code": ErrorCode.NONE}
 
 
 def _partition(store, group: str, topic: str, index: int) -> dict:
     committed = store.fetch_committed(group, topic, index)
     if committed is None:
         return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
-                "error_code": NONE}
+                "error_code": ErrorCode.NONE}
     return {"partition_index": index, "committed_offset": committed.offset,
             "committed_leader_epoch": committed.leader_epoch, "metadata": committed.metadata or "",
-            "error_code": NONE}
+            "error_code": ErrorCode.NONE}
 
 
-HANDLER = Handler(9, 0, 10, handle)
+HANDLER = Handler(ApiKey.OFFSET_FETCH, 0, 10, handle)
