@@ -162,3 +162,16 @@ def test_coordinator_records_decode_and_survive_a_restart(tmp_path):
             assert metadata["topics"][0]["is_internal"] is True
         finally:
             client.close()
+
+
+def test_readme_lists_every_api_key_the_broker_serves():
+    import re
+    from pathlib import Path
+
+    from kafkalab.broker.handlers import REGISTRY
+    from kafkalab.protocol import api_spec
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| (\w+) \| v(\d+)(?:-(\d+))? \|", readme, re.M)
+    listed = {int(key): (name, int(low), int(high or low)) for key, name, low, high in rows}
+    assert listed == {key: (api_spec(key).name, h.min_version, h.max_version) for key, h in REGISTRY.items()}
