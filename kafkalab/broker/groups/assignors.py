@@ -18,14 +18,17 @@ def uniform(subscriptions: dict[str, set[str]], partitions: dict[str, int], curr
     target: Assignment = {m: set() for m in members}
     if not members:
         return target
-    share = -(-len(wanted) // len(members))
-    taken = set()
-    for m in members:
-        for tp in sorted(current.get(m, ())):
-            if tp[0] in subscriptions[m] and tp[1] < partitions.get(tp[0], 0) and len(target[m]) < share \
-                    and tp not in taken:
-                target[m].add(tp)
-                taken.add(tp)
+    floor, extra = divmod(len(wanted), len(members))
+    taken: set = set()
+    for limit in (floor, floor + 1):          # every member keeps up to the even share, then a few one more
+        for m in members:
+            for tp in sorted(current.get(m, ())):
+                if len(target[m]) >= limit or (limit > floor and extra == 0):
+                    break
+                if tp[0] in subscriptions[m] and tp[1] < partitions.get(tp[0], 0) and tp not in taken:
+                    target[m].add(tp)
+                    taken.add(tp)
+                    extra -= limit > floor
     for tp in wanted:
         if tp not in taken:
             owner = min((m for m in members if tp[0] in subscriptions[m]), key=lambda m: (len(target[m]), m))

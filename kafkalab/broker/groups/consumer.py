@@ -11,7 +11,8 @@ towards its target in two steps, so that no partition is ever owned twice: first
 what is no longer its own (its epoch stays), and once it reports (``topic_partitions``) that it let those
 go, it gets the group epoch and the partitions of its target that no other member still holds; partitions
 still held elsewhere come on a later heartbeat. An assignment is sent only when it differs from the last one
-sent to that member. Members expire ``group.consumer.session.timeout.ms`` after their last heartbeat. State:
+sent to that member. Members expire ``group.consumer.session.timeout.ms`` after their last heartbeat, or when
+they still hold revoked partitions their rebalance timeout after being told to let them go. State:
 Empty (no member), Reconciling (some member not yet at its target), Stable. Group records of KIP-848 (key
 versions 3+) are not written: after a restart members rejoin (ErrorCode.UNKNOWN_MEMBER_ID makes them); committed
 offsets persist as for every group.
@@ -45,6 +46,7 @@ class ConsumerMember:
     previous_epoch: int = -1
     assigned: TopicPartitions = field(default_factory=set)
     revoking: TopicPartitions = field(default_factory=set)
+    revoke_by_ms: int | None = None          # a member still holding revoked partitions then is removed
     sent: TopicPartitions | None = None
     last_seen_ms: int = 0
 
@@ -79,7 +81,7 @@ class ConsumerGroup:
         if self._topics_changed():
             self._rebalance()
         owned = body.get("topic_partitions")
-        self._reconcile(member, None if owned is None else self._named(owned))
+        self._reconcile(now_ms, member, None if owned is None else self._named(owned))
         assignment = None
         if member.sent != member.assigned:
             member.sent = set(member.assigned)
@@ -88,6 +90,7 @@ class ConsumerGroup:
 
     def _member(self, now_ms: int, body: dict, client_id: str, client_host: str) -> ConsumerMember | None:
         epoch, member_id = body["member_epoch"], body.get("member_id") or ""
+        _check_subscription(body)
         if epoch in (LEAVE, STATIC_LEAVE):
             if self.members.pop(member_id, None) is not None:
                 self._rebalance()
@@ -112,13 +115,6 @@ class ConsumerGroup:
     def _subscribe(self, member: ConsumerMember, body: dict, force: bool) -> None:
         names, regex = body.get("subscribed_topic_names"), body.get("subscribed_topic_regex")
         assignor = body.get("server_assignor")
-        if assignor is not None and assignor not in ASSIGNORS:
-            raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"assignor {assignor!r} (known: {', '.join(ASSIGNORS)})")
-        if regex is not None:
-            try:
-                re.compile(regex)
-            except re.error as exc:
-                raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
         changed = force
         if names is not None and sorted(names) != sorted(member.topic_names):
             member.topic_names, changed = list(names), True
@@ -156,20 +152,21 @@ class ConsumerGroup:
         current = {m.member_id: m.assigned for m in self.members.values()}
         self.target = ASSIGNORS[chosen](subscriptions, self.topic_sizes, current)
 
-    def _reconcile(self, member: ConsumerMember, owned: TopicPartitions | None) -> None:
+    def _reconcile(self, now_ms: int, member: ConsumerMember, owned: TopicPartitions | None) -> None:
         target = self.target.get(member.member_id, set())
         if member.revoking and owned is not None and not owned & member.revoking:
-            member.revoking = set()
+            member.revoking, member.revoke_by_ms = set(), None
         dropped = member.assigned - target
         if dropped:
             member.assigned -= dropped
             member.revoking |= dropped
+            member.revoke_by_ms = now_ms + max(member.rebalance_timeout_ms, 0)
         if member.revoking:
             return
         held = set().union(*(m.assigned | m.revoking for m in self.members.values() if m is not member))
         member.assigned |= (target - member.assigned) - held
         if member.epoch != self.epoch:
-            member.previous_epoch, member.epoch = member.epoch, self.epoch
+            member.previous_epoch, member.epoch = (member.epoch if member.epoch > 0 else -1), self.epoch
 
     # --- offsets, time, views ---------------------------------------------------------------------------
 
@@ -185,7 +182,8 @@ class ConsumerGroup:
 
     def tick(self, now_ms: int) -> None:
         timeout = self.settings.consumer_session_timeout_ms
-        expired = [m for m in self.members.values() if now_ms >= m.last_seen_ms + timeout]
+        expired = [m for m in self.members.values() if now_ms >= m.last_seen_ms + timeout
+                   or (m.revoke_by_ms is not None and now_ms >= m.revoke_by_ms)]
         for m in expired:
             del self.members[m.member_id]
         if expired:
@@ -239,6 +237,18 @@ class ConsumerGroup:
                 out.append({"topic_id": known.topic_id, "topic_name": topic, "partitions": indexes} if names
                            else {"topic_id": known.topic_id, "partitions": indexes})
         return out
+
+
+def _check_subscription(body: dict) -> None:
+    """UNSUPPORTED_ASSIGNOR and INVALID_REGULAR_EXPRESSION, before anything about the member changes."""
+    assignor, regex = body.get("server_assignor"), body.get("subscribed_topic_regex")
+    if assignor is not None and assignor not in ASSIGNORS:
+        raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"assignor {assignor!r} (known: {', '.join(ASSIGNORS)})")
+    if regex is not None:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
 
 
 def _answer(code: int, member_id: str | None, epoch: int, interval: int, assignment: dict | None,
