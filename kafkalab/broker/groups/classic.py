@@ -260,9 +260,9 @@ class ClassicGroup:
             self._remove(m)
         self.pending.clear()
         self.generation += 1
-        self.persist = True
-        if not self.members:
+        if not self.members:                   # recorded now; a generation with members once it is Stable
             self.protocol = self.leader = None
+            self.persist = True
             self.fire(Event.NONE_JOINED, now_ms)
             return
         self.protocol = self._select_protocol()
