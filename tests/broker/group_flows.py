@@ -124,6 +124,7 @@ def run_polling_flow(broker, client: Client, group: str, topic: str) -> dict:
     finally:
         for m in (a, b):
             m.commands.put("close")
+            m.join(FLOW_SECONDS)
     offsets = committed(broker, group, topic)
     fill(broker, topic, PER_PARTITION, 1)
     c = Member(client)
@@ -135,6 +136,7 @@ def run_polling_flow(broker, client: Client, group: str, topic: str) -> dict:
         c.order("close")
     finally:
         c.commands.put("close")
+        c.join(FLOW_SECONDS)
     return {"assignments": assignments, "after_leave": after_leave, "committed": offsets, "resumed": resumed}
 
 

@@ -86,6 +86,31 @@ def test_confluent_group(broker, extra):
         assert {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"} <= kinds
 
 
+def test_confluent_static_member_restarts_without_a_rebalance(broker):
+    """KIP-345: a member with group.instance.id that goes away without leaving and comes back with the same
+    instance id takes its old place: same partitions, same generation, no rebalance for the other member."""
+    fill(broker, "t", 0, PER_PARTITION)
+    members = {name: Member(confluent(broker, "static", **{"group.instance.id": name})) for name in ("s1", "s2")}
+    for m in members.values():
+        m.start()
+    try:
+        wait_until(lambda: all(m.assigned for m in members.values()) and
+                   set().union(*(m.assigned for m in members.values())) == ALL, "two static members")
+        before = {name: set(m.assigned) for name, m in members.items()}
+        generation = broker._on_loop(lambda: broker.state.groups.groups["static"].generation)
+        members["s1"].order("close")                   # librdkafka's static members do not send LeaveGroup
+        members["s1"] = Member(confluent(broker, "static", **{"group.instance.id": "s1"}))
+        members["s1"].start()
+        wait_until(lambda: members["s1"].assigned, "the static member back")
+        after = {name: set(m.assigned) for name, m in members.items()}
+        generation_after = broker._on_loop(lambda: broker.state.groups.groups["static"].generation)
+    finally:
+        for m in members.values():
+            m.commands.put("close")
+            m.join(30)
+    assert after == before and generation_after == generation
+
+
 # --- aiokafka ---------------------------------------------------------------------------------------------------
 
 async def _aiokafka_flow(broker, group: str) -> dict:

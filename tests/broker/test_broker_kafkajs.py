@@ -67,3 +67,11 @@ def test_kafkajs_group_rebalance_commit_leave_resume(run):
     assert groups["resumed"] == {str(p): 5 for p in range(4)}                  # exactly at the committed offsets
     assert {p: store.fetch_committed("kafkajs-group", "js-groups", p).offset for p in range(4)} == \
         {p: 6 for p in range(4)}                                               # the last member committed on leaving
+
+
+def test_kafkajs_idempotent_producer_read_back(run):
+    broker, result = run
+    assert result["idempotent"] == {"baseOffset": "0", "values": [f"idem-{i}" for i in range(5)]}
+    produce = [p for f in broker.journal if f.api_name == "Produce" and f.kind == "request"
+               for t in f.body["topic_data"] if t["name"] == "js-idempotent" for p in t["partition_data"]]
+    assert {b.producer_id >= 0 and b.base_sequence == 0 for p in produce for b in p["records"]} == {True}

@@ -208,7 +208,7 @@ class ClassicGroup:
         was_leader = self.leader == old_id
         if was_leader:
             self.leader = new_id
-        unchanged = member.protocols == req.protocols
+        unchanged = self._same_subscription(member, req.protocols)
         if self.state is not State.STABLE or not unchanged or (was_leader and not req.skip_assignment_ok):
             return self._rejoin(now_ms, member, req)
         member.last_seen_ms = now_ms
@@ -216,6 +216,16 @@ class ClassicGroup:
         answer = self._join_answer(member, members=False)
         answer["skip_assignment"] = was_leader
         return answer
+
+    def _same_subscription(self, member: Member, protocols: list[tuple[str, bytes]]) -> bool:
+        """Kafka's test for a static member's rejoin in a Stable group: the group's protocol is still offered and
+        (for consumers) names the same topics; owned partitions and generations inside the metadata may differ."""
+        offered = dict(protocols)
+        if self.protocol not in offered:
+            return False
+        if self.protocol_type != CONSUMER:
+            return offered[self.protocol] == member.metadata(self.protocol)
+        return _topics(offered[self.protocol]) == _topics(member.metadata(self.protocol))
 
     def _add(self, now_ms: int, member_id: str, req: JoinRequest) -> dict | Waiter:
         member = Member(member_id, req.instance_id, req.client_id, req.client_host, req.session_timeout_ms,
@@ -417,15 +427,18 @@ class ClassicGroup:
 
     def subscribed_topics(self) -> set[str]:
         """The topics named in the members' consumer-protocol subscriptions (OffsetDelete keeps their offsets)."""
-        topics: set[str] = set()
         if self.protocol_type != CONSUMER:
-            return topics
-        for m in self.members.values():
-            try:
-                topics.update(decode_payload(SUBSCRIPTION, m.metadata(self.protocol)).get("topics") or ())
-            except ProtocolError:
-                continue        # a member's own bytes: not ours to judge
-        return topics
+            return set()
+        return set().union(*(_topics(m.metadata(self.protocol)) for m in self.members.values()))
 
     def delete(self, now_ms: int) -> None:
         self.fire(Event.DELETED, now_ms)
+
+
+def _topics(subscription: bytes) -> set[str]:
+    """The topics a consumer-protocol subscription names (none if the bytes do not decode: a member's own bytes
+    are not ours to judge)."""
+    try:
+        return set(decode_payload(SUBSCRIPTION, subscription).get("topics") or ())
+    except ProtocolError:
+        return set()

@@ -118,6 +118,23 @@ async function groups() {
   return { assignments, afterLeave, resumed }
 }
 
+async function idempotent() {
+  // An idempotent producer (InitProducerId, sequence numbers), read back through a group.
+  const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
+  await p.connect()
+  const sent = await p.send({ topic: 'js-idempotent', acks: -1,
+    messages: [...Array(5).keys()].map(i => ({ partition: 0, value: `idem-${i}` })) })
+  await p.disconnect()
+  const consumer = kafka.consumer({ groupId: 'kafkajs-idempotent', ...GROUP_TIMEOUTS })
+  await consumer.connect()
+  await consumer.subscribe({ topic: 'js-idempotent', fromBeginning: true })
+  const values = []
+  await consumer.run({ eachMessage: async ({ message }) => { values.push(message.value.toString()) } })
+  await until(() => values.length >= 5, 'the idempotent records')
+  await consumer.disconnect()
+  return { baseOffset: sent[0].baseOffset, values }
+}
+
 async function offsetsForTimes() {
   const a = kafka.admin()
   await a.connect()
@@ -133,6 +150,7 @@ async function main() {
   result.read = await readBack()
   result.times = await offsetsForTimes()
   result.groups = await groups()
+  result.idempotent = await idempotent()
   process.stdout.write(JSON.stringify(result))
 }
 
