@@ -28,13 +28,13 @@ def broker():
 
 # --- kafka-python -------------------------------------------------------------------------------------------
 
-def kafka_python(broker, group: str, topic: str = "t") -> Client:
+def kafka_python(broker, group: str, topic: str = "t", **extra) -> Client:
     from kafka import KafkaConsumer
 
     def make():
         return KafkaConsumer(topic, bootstrap_servers=broker.bootstrap_servers, group_id=group,
                              auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=SESSION_MS,
-                             heartbeat_interval_ms=500, fetch_max_wait_ms=100)
+                             heartbeat_interval_ms=500, fetch_max_wait_ms=100, **extra)
 
     def poll(c):
         return [(r.partition, r.offset) for records in c.poll(200).values() for r in records]
@@ -42,8 +42,16 @@ def kafka_python(broker, group: str, topic: str = "t") -> Client:
                   lambda c: c.close())
 
 
-def test_kafka_python_group(broker):
-    check_flow(run_polling_flow(broker, kafka_python(broker, "kp"), "kp", "t"))
+@pytest.mark.parametrize("cooperative", [False, True], ids=["eager", "cooperative"])
+def test_kafka_python_group(broker, cooperative):
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+
+    extra = {"partition_assignment_strategy": [CooperativeStickyAssignor]} if cooperative else {}
+    group = f"kp-{cooperative}"
+    check_flow(run_polling_flow(broker, kafka_python(broker, group, **extra), group, "t"))
+    chosen = {f.body["protocol_name"] for f in broker.journal
+              if f.api_name == "JoinGroup" and f.kind == "response" and f.body["error_code"] == 0}
+    assert chosen == {"cooperative-sticky" if cooperative else "range"}
 
 
 # --- confluent-kafka ------------------------------------------------------------------------------------------
