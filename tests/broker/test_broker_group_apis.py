@@ -175,3 +175,31 @@ def test_readme_lists_every_api_key_the_broker_serves():
     rows = re.findall(r"^\| (\d+) \| (\w+) \| v(\d+)(?:-(\d+))? \|", readme, re.M)
     listed = {int(key): (name, int(low), int(high or low)) for key, name, low, high in rows}
     assert listed == {key: (api_spec(key).name, h.min_version, h.max_version) for key, h in REGISTRY.items()}
+
+
+@pytest.mark.parametrize("version", range(10))
+def test_every_join_group_version_round_trips_a_whole_membership(raw, version):
+    """JoinGroup vN with SyncGroup, Heartbeat and LeaveGroup in the nearest versions: answers that encode and
+    decode in each version (nullable fields, v4's member-id rule, v3+'s batched leave)."""
+    client, group = raw(), f"v{version}"
+    body = {"group_id": group, "session_timeout_ms": 6000, "rebalance_timeout_ms": 6000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": SUBSCRIBED_T}]}
+    joined = client.call("JoinGroup", version, body)
+    if version >= 4:
+        assert joined["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
+        joined = client.call("JoinGroup", version, {**body, "member_id": joined["member_id"]})
+    assert joined["error_code"] == ErrorCode.NONE and joined["generation_id"] == 1
+    member = joined["member_id"]
+    sync_version, heartbeat_version, leave_version = min(version, 5), min(version, 4), min(version, 5)
+    synced = client.call("SyncGroup", sync_version, {"group_id": group, "generation_id": 1, "member_id": member,
+                                                     "assignments": [{"member_id": member, "assignment": b"x"}]})
+    assert synced["error_code"] == ErrorCode.NONE and synced["assignment"] == b"x"
+    assert client.call("Heartbeat", heartbeat_version, {"group_id": group, "generation_id": 1,
+                                                        "member_id": member})["error_code"] == ErrorCode.NONE
+    if leave_version >= 3:
+        left = client.call("LeaveGroup", leave_version, {"group_id": group, "members": [{"member_id": member}]})
+        assert [m["error_code"] for m in left["members"]] == [ErrorCode.NONE]
+    else:
+        assert client.call("LeaveGroup", leave_version, {"group_id": group, "member_id": member})["error_code"] == 0
+    stale = client.call("Heartbeat", heartbeat_version, {"group_id": group, "generation_id": 1, "member_id": member})
+    assert stale["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
