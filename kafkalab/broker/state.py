@@ -40,8 +40,8 @@ class BrokerState:
         self._produce: dict[str, ProduceSettings] = {}
         for topic in self.store.topics.values():
             self._apply_segment_bytes(topic)
-        self.groups = GroupCoordinator(self.store, GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms),
-                                       notify=self.appended)
+        settings = GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms)
+        self.groups = GroupCoordinator(self.store, settings, notify=self.appended)
 
     def tick(self, now_ms: int) -> None:
         """Time passed (the server calls this a few times a second): group sessions and rebalances expire."""

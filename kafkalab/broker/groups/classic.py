@@ -241,7 +241,7 @@ class ClassicGroup:
         member.protocols, member.client_id, member.client_host = req.protocols, req.client_id, req.client_host
         member.session_timeout_ms, member.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
         member.last_seen_ms = now_ms
-        self._settle(member, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)      # an older JoinGroup of the same member
+        self._settle(member, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)     # its own older JoinGroup
         waiter = member.join_waiter = Waiter()
         if self.state is State.EMPTY:
             self.join_not_before_ms = now_ms + self.initial_delay_ms
@@ -304,7 +304,7 @@ class ClassicGroup:
     # --- SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------------------------
 
     def member_problem(self, member_id: str, instance_id: str | None, generation: int | None = None) -> int:
-        """ErrorCode.FENCED_INSTANCE_ID, ErrorCode.UNKNOWN_MEMBER_ID or ErrorCode.ILLEGAL_GENERATION for a request naming this member, else ErrorCode.NONE."""
+        """FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION for a request naming this member, else NONE."""
         if instance_id is not None and instance_id in self.static and self.static[instance_id] != member_id:
             return ErrorCode.FENCED_INSTANCE_ID
         if member_id not in self.members:
@@ -318,7 +318,8 @@ class ClassicGroup:
         problem = self.member_problem(member_id, instance_id, generation)
         if problem:
             return sync_answer(problem)
-        if (protocol_type and protocol_type != self.protocol_type) or (protocol_name and protocol_name != self.protocol):
+        if (protocol_type and protocol_type != self.protocol_type) or \
+                (protocol_name and protocol_name != self.protocol):
             return sync_answer(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         member = self.members[member_id]
         member.last_seen_ms = now_ms

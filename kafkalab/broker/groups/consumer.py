@@ -86,7 +86,8 @@ class ConsumerGroup:
         if member.sent != member.assigned:
             member.sent = set(member.assigned)
             assignment = {"topic_partitions": self._by_id(member.assigned)}
-        return _answer(ErrorCode.NONE, member.member_id, member.epoch, self.settings.consumer_heartbeat_interval_ms, assignment)
+        interval = self.settings.consumer_heartbeat_interval_ms
+        return _answer(ErrorCode.NONE, member.member_id, member.epoch, interval, assignment)
 
     def _member(self, now_ms: int, body: dict, client_id: str, client_host: str) -> ConsumerMember | None:
         epoch, member_id = body["member_epoch"], body.get("member_id") or ""

@@ -71,7 +71,9 @@ class GroupCoordinator:
 
     def heartbeat(self, now_ms: int, group_id: str, member_id: str, instance_id: str | None, generation: int) -> int:
         group = self._classic(group_id)
-        return ErrorCode.UNKNOWN_MEMBER_ID if group is None else group.heartbeat(now_ms, member_id, instance_id, generation)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return group.heartbeat(now_ms, member_id, instance_id, generation)
 
     def leave(self, now_ms: int, group_id: str, member_id: str, instance_id: str | None) -> int:
         group = self._classic(group_id)
@@ -90,7 +92,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if isinstance(group, ClassicGroup):
             if group.members or group.pending:
-                return {"error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "error_message": "a classic group is active",
+                return {"error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                        "error_message": "a classic group is active",
                         "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
             group = None
         if group is None:

@@ -17,10 +17,12 @@ def handle(ctx, body: dict) -> dict:
 def _describe(ctx, group_id: str) -> dict:
     group = ctx.state.groups.groups.get(group_id)
     if not isinstance(group, ConsumerGroup):
-        return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": f"group {group_id} is not a consumer group",
+        return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                "error_message": f"group {group_id} is not a consumer group",
                 "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
                 "assignor_name": "", "members": [], "authorized_operations": NOT_PROVIDED}
-    return {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id, "group_state": group.state_name(),
+    return {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
+            "group_state": group.state_name(),
             "group_epoch": group.epoch, "assignment_epoch": group.epoch, "assignor_name": group.assignor,
             "members": [group.describe_member(m) for m in group.members.values()],
             "authorized_operations": NOT_PROVIDED}

@@ -25,11 +25,13 @@ def handle(ctx, body: dict):
     req = JoinRequest(body.get("member_id") or "", body.get("group_instance_id"), ctx.client_id or "",
                       client_host(ctx), session, rebalance,
                       [(p["name"], as_bytes(SUBSCRIPTION, p["metadata"])) for p in body.get("protocols") or ()],
-                      protocol_type=body.get("protocol_type") or "", require_member_id=ctx.api_version >= 4, skip_assignment_ok=ctx.api_version >= 9)
+                      protocol_type=body.get("protocol_type") or "", require_member_id=ctx.api_version >= 4,
+                      skip_assignment_ok=ctx.api_version >= 9)
     if not body.get("group_id"):
         return {"throttle_time_ms": 0, **join_error(ErrorCode.INVALID_GROUP_ID, req.member_id)}
     result = ctx.state.groups.join(ctx.now_ms, body["group_id"], req)
-    return when_decided(result, max(rebalance, session) + GRACE_MS, join_error(ErrorCode.REBALANCE_IN_PROGRESS, req.member_id))
+    give_up = join_error(ErrorCode.REBALANCE_IN_PROGRESS, req.member_id)
+    return when_decided(result, max(rebalance, session) + GRACE_MS, give_up)
 
 
 HANDLER = Handler(ApiKey.JOIN_GROUP, 0, 9, handle)

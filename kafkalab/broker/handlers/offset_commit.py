@@ -29,7 +29,8 @@ def handle(ctx, body: dict) -> dict:
             if refused:
                 error = refused
             elif topic is None or not 0 <= index < len(topic.partitions):
-                error = ErrorCode.UNKNOWN_TOPIC_ID if topic is None and ctx.api_version >= 10 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                by_id = topic is None and ctx.api_version >= 10
+                error = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 error = ErrorCode.NONE
                 store.commit(group, topic.name, index, Committed(p["committed_offset"],

@@ -108,7 +108,8 @@ class Store:
             if p.directory is not None:
                 shutil.rmtree(p.directory, ignore_errors=True)
         if name != OFFSETS_TOPIC:       # as Kafka drops a deleted topic's committed offsets: tombstones
-            for group, topic_name, index in [(g, *k) for g, kept in self.committed.items() for k in kept if k[0] == name]:
+            gone = [(group, key) for group, kept in self.committed.items() for key in kept if key[0] == name]
+            for group, (topic_name, index) in gone:
                 self.delete_committed(group, topic_name, index)
         self._save_topics()
         return topic
