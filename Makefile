@@ -1,36 +1,42 @@
-# make demo: the main job.  make test: the whole suite, as CI runs it.
+# make demo: the main job.  make test: the whole suite, as CI runs it.  make lab: the notebooks.
+# Each installs into .venv what it needs: the plain install (demo), the notebook extra (lab), the test extra.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 
 .PHONY: demo test lab bench schema clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(VENV)/.installed-core: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-%: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[$*]'
+	touch $@
+
+demo: $(VENV)/.installed-core
 	$(VENV)/bin/kafkalab demo
 
-test: $(STAMP)
+test: $(VENV)/.installed-test
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 -q
 
 # JupyterLab on the teaching notebooks (Ctrl-C stops it).
-lab: $(STAMP)
+lab: $(VENV)/.installed-notebook
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
 
-bench: $(STAMP)
+bench: $(VENV)/.installed-test
 	$(PY) bench/bench_codec.py
 	$(PY) bench/bench_records.py
 	$(PY) bench/bench_capture.py
 	$(PY) bench/bench_broker.py
 
 # Regenerate the committed schema files from Apache Kafka's message definitions (needs ../shared).
-schema: $(STAMP)
+schema: $(VENV)/.installed-test
 	$(PY) scripts/generate_schema.py --specs ../shared/kafka-message-specs
 
 clean:

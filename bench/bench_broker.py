@@ -2,6 +2,7 @@
 
     python3 bench/bench_broker.py [--records 1000000] [--size 100] [--servers kafkalab,mock] [--repeat 3]
                                   [--in-process] [--profile broker.prof] [--journal-size 10000]
+                                  [--transactions 10000]
 
 Each server runs in its own process (the mock through ctypes on the librdkafka that confluent-kafka bundles);
 the client is librdkafka (confluent-kafka) in this process. First, unless ``--no-core``, the broker core alone:
@@ -10,7 +11,8 @@ linger.ms=5, batch.size 1 MB, acks=1, no compression, one partition. Consume: th
 assigned consumer. Prints records/s, MB/s and the CPU seconds of the server process and of this (client)
 process (in-process: of the broker's thread, and of the whole process including it) for each of ``--repeat`` rounds (a fresh server each), then the best round of each. ``--in-process`` runs the kafkalab broker on a thread of this process instead (the notebook setting:
 client and broker share one interpreter). ``--profile`` writes cProfile stats of the broker's event-loop
-thread (``python3 -m pstats broker.prof``).
+thread (``python3 -m pstats broker.prof``). ``--transactions N`` produces with a transactional producer instead,
+committing every N records (InitProducerId, AddPartitionsToTxn, EndTxn and a marker per N records).
 """
 from __future__ import annotations
 
@@ -175,21 +177,32 @@ def core(count: int, size: int) -> None:
 
 # --- the client side ------------------------------------------------------------------------------------
 
-def produce(server: Server, count: int, size: int) -> tuple[float, float, float]:
+def produce(server: Server, count: int, size: int, per_txn: int = 0) -> tuple[float, float, float]:
     import confluent_kafka as ck
 
-    producer = ck.Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
-                            "queue.buffering.max.messages": 2_000_000, "acks": 1, "enable.idempotence": False})
+    config = {"bootstrap.servers": server.bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
+              "queue.buffering.max.messages": 2_000_000, "acks": 1, "enable.idempotence": False}
+    if per_txn:
+        config.update({"transactional.id": "bench", "acks": "all", "enable.idempotence": True})
+    producer = ck.Producer(config)
     producer.list_topics(TOPIC, timeout=10)                 # connection and metadata are not throughput
+    if per_txn:
+        producer.init_transactions(30)
     value = b"x" * size
     start, mine, theirs = time.perf_counter(), own_cpu(), server.cpu()
     send = producer.produce
-    for _ in range(count):
+    for i in range(count):
+        if per_txn and i % per_txn == 0:
+            if i:
+                producer.commit_transaction(120)
+            producer.begin_transaction()
         try:
             send(TOPIC, value=value, partition=0)
         except BufferError:
             producer.poll(0.001)
             send(TOPIC, value=value, partition=0)
+    if per_txn:
+        producer.commit_transaction(120)
     assert producer.flush(120) == 0
     return time.perf_counter() - start, server.cpu() - theirs, own_cpu() - mine
 
@@ -245,6 +258,8 @@ def main() -> int:
     parser.add_argument("--in-process", action="store_true", help="run the kafkalab broker on a thread here")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the kafkalab broker's event-loop thread")
     parser.add_argument("--no-core", action="store_true", help="skip the socket-free broker core measurement")
+    parser.add_argument("--transactions", type=int, default=0, metavar="N",
+                        help="produce transactionally, committing every N records")
     parser.add_argument("--serve", choices=("kafkalab", "mock"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve == "kafkalab":
@@ -262,7 +277,8 @@ def main() -> int:
         for kind in args.servers.split(","):
             server = Server(kind, args)
             try:
-                rate = report(kind, "produce", args.records, args.size, *produce(server, args.records, args.size))
+                rate = report(kind, "produce", args.records, args.size, *produce(server, args.records, args.size,
+                                                                            args.transactions))
                 rates[kind, "produce"] = max(rate, rates.get((kind, "produce"), 0))
                 rate = report(kind, "consume", *_first(consume(server, args.records), args.size))
                 rates[kind, "consume"] = max(rate, rates.get((kind, "consume"), 0))

@@ -1,14 +1,17 @@
 """The ``kafkalab`` command line.
 
-    kafkalab demo                          the codec at work on frames it builds, printed as trees
+    kafkalab demo                          the main job: broker, real clients, pcap, decode, summary
     kafkalab dissect HEX | -r FILE         one frame (request by default) as an annotated tree
     kafkalab apis                          every API key with its version range
     kafkalab decode CAPTURE [-Y FILTER]    a capture's frames as a table, JSON Lines, CSV or Parquet
     kafkalab stats CAPTURE                 per-API counts, latencies, errors, topics, client versions
-    kafkalab sniff -i IFACE [-w OUT.pcap]  live Kafka traffic (scapy)
+    kafkalab sniff -i IFACE [-w OUT.pcap]  live Kafka traffic from a network interface (Linux, root)
     kafkalab broker [--port 9092]          the broker in the foreground
 
-Data goes to stdout, problems to stderr. Exit codes: 0 ok, 1 input problem, 2 usage.
+Data goes to stdout, problems to stderr, each as one line that says what is wrong and what to do. Exit
+codes: 0 ok; 1 a problem in the input's contents (a malformed frame, a damaged capture); 2 the command
+cannot run as given (bad options, a missing file, a file that is not a capture, no such interface, no
+permission to capture, a port in use); 130 interrupted.
 """
 from __future__ import annotations
 
@@ -75,13 +78,18 @@ def cmd_apis(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from kafkalab.demo import run_demo
-    return run_demo(sys.stdout)
+    return run_demo(sys.stdout, sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafkalab", description="A lab for the Apache Kafka wire protocol.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="show the codec at work")
+    demo = sub.add_parser("demo", help="the main job: the broker, real clients' traffic written as a pcap, "
+                                       "decoded and summarised",
+                          description="Start kafkalab's broker, have confluent-kafka and kafka-python produce "
+                                      "and consume through it, write its frame journal as a pcap, decode that "
+                                      "with the capture reader and print per-API counts and latencies, records "
+                                      "per topic and codec, and one Produce request as an annotated tree.")
     demo.set_defaults(func=cmd_demo)
     dissect = sub.add_parser("dissect", help="decode one frame into an annotated field tree")
     dissect.add_argument("hex", nargs="*", help="the frame as hex, including its 4-byte size prefix")
@@ -108,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE if exc.code else EXIT_OK
     try:
         return args.func(args)
+    except FileNotFoundError as exc:
+        print(f"kafkalab: no such file: {exc.filename} (check the path)", file=sys.stderr)
+        return EXIT_USAGE
     except (DecodeError, ProtocolError, ValueError, OSError) as exc:
         print(f"kafkalab: {exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -7,10 +7,14 @@
 4. decode that pcap with kafkalab's capture reader (TCP reassembly, pairing, every API decoded);
 5. print a summary (per-API counts and latencies, records per topic and codec) and one annotated frame.
 
-``demo_frames()`` also provides a few codec-built frames for examples and tests that need no broker.
+Both clients are kafkalab dependencies; should one be missing anyway (a partial install), the demo says in
+one line what to install instead of failing halfway. ``demo_frames()`` also provides a few codec-built frames
+for examples and tests that need no broker.
 """
 from __future__ import annotations
 
+import importlib.util
+import sys
 import tempfile
 import time
 import uuid
@@ -23,6 +27,12 @@ from kafkalab.protocol.records import build_batch
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 RECORDS_PER_CODEC = 40
+CLIENTS = {"confluent_kafka": "confluent-kafka", "kafka": "kafka-python"}    # module -> distribution
+
+
+def missing_clients() -> list[str]:
+    """The distributions of the demo's clients that cannot be imported here."""
+    return [dist for module, dist in CLIENTS.items() if importlib.util.find_spec(module) is None]
 
 
 def demo_frames() -> list[tuple[str, bytes, tuple[str, int] | None]]:
@@ -112,17 +122,29 @@ def summary_tables(capture):
     return per_api.round(2), per_topic
 
 
-def run_demo(out: TextIO, workdir: str | Path | None = None) -> int:
+def run_demo(out: TextIO, err: TextIO = sys.stderr, workdir: str | Path | None = None) -> int:
+    """The demo, printed to ``out``; 0 when every record made the round trip, 1 when some did not, 2 when it
+    could not run (a client missing, client traffic failing), with one line on ``err`` saying why."""
     from kafkalab.broker import Broker
     from kafkalab.capture import read_capture
 
+    missing = missing_clients()
+    if missing:
+        print(f"kafkalab demo: the demo's clients are missing: {', '.join(missing)} "
+              f"(pip install {' '.join(missing)})", file=err)
+        return 2
     started = time.monotonic()
     folder = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kafkalab-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     with Broker() as broker:
         print(f"broker listening on {broker.bootstrap_servers}", file=out)
-        read = confluent_traffic(broker.bootstrap_servers)
-        acked = kafka_python_traffic(broker.bootstrap_servers)
+        try:
+            read = confluent_traffic(broker.bootstrap_servers)
+            acked = kafka_python_traffic(broker.bootstrap_servers)
+        except Exception as exc:        # noqa: BLE001 - the clients raise many types; one line says which
+            print(f"kafkalab demo: client traffic failed: {type(exc).__name__}: {exc} (a loaded machine? "
+                  f"try again)", file=err)
+            return 2
         pcap = folder / "kafkalab-demo.pcap"
         written = broker.write_pcap(pcap)
     print(f"confluent-kafka read back {sum(read.values())} of {RECORDS_PER_CODEC * len(CODECS)} records; "

@@ -1,11 +1,16 @@
-"""``kafkalab broker``: run the broker in the foreground with logging until Ctrl-C."""
+"""``kafkalab broker``: run the broker in the foreground with logging until Ctrl-C or SIGTERM (either shuts
+down cleanly, writing ``--write-pcap``)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
+import signal
+import sys
 import threading
 
-EXIT_OK = 0
+EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def _topic(text: str) -> tuple[str, int | None]:
@@ -22,10 +27,16 @@ def cmd_broker(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     broker = Broker(host=args.host, port=args.port, data_dir=args.data_dir, node_id=args.node_id,
                     topics=dict(args.topic or []), default_partitions=args.partitions)
-    broker.start()
-    print(f"kafkalab broker listening on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
     try:
-        threading.Event().wait()
+        broker.start()
+    except OSError as exc:
+        print(f"kafkalab: {_listen_problem(exc, args.host, args.port)}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"kafkalab broker listening on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())      # `kill`, systemd, docker stop: a clean shutdown
+    try:
+        stop.wait()
     except KeyboardInterrupt:
         pass
     finally:
@@ -36,8 +47,19 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _listen_problem(exc: OSError, host: str, port: int) -> str:
+    """What went wrong opening the listener, and what to do, in one line."""
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another broker?); choose another with --port N, "
+                f"or --port 0 for a free one")
+    if exc.errno == errno.EACCES:
+        return f"no permission to listen on port {port} (ports below 1024 need root); choose --port 9092"
+    reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+    return f"cannot listen on {host}:{port}: {reason} (check --host: a name or address of this machine)"
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("broker", help="run the in-process Kafka broker in the foreground")
+    parser = subparsers.add_parser("broker", help="run kafkalab's Kafka broker in the foreground until Ctrl-C")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=9092, help="port to listen on (default 9092; 0 picks one)")
     parser.add_argument("--data-dir", metavar="DIR", help="keep partitions in segment files under DIR")

@@ -9,6 +9,7 @@ The broker's state lives on the server thread; methods called from other threads
 from __future__ import annotations
 
 import logging
+import time
 from typing import Iterable
 
 from .config import DEFAULT_CLUSTER_ID, DEFAULT_MAX_REQUEST_SIZE, BrokerConfig
@@ -60,6 +61,7 @@ class Broker:
         if self._loop is not None:
             return self
         self.state = BrokerState(self.config)
+        self.state.recover(time.time_ns() // 1_000_000)
         for name, count in self._initial_topics.items():
             if name not in self.state.store.topics:
                 self.state.create_topic(name, count)

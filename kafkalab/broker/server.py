@@ -7,7 +7,10 @@ go out in one write. Kafka answers a connection's requests in order, so a Fetch 
 :class:`~.handlers.Wait`) parks the connection: frames behind it queue until an append (or the deadline)
 finishes it. Backpressure: when the transport's write buffer is full (a client that does not read its answers),
 that connection stops handling frames and stops reading until the buffer drains; a backlog of frames queued
-behind a long poll beyond 16 MiB pauses reading too. :class:`LoopThread` owns a private event loop on a daemon thread, so
+behind a long poll beyond 16 MiB pauses reading too, and so does a frame that the broker-wide budget of
+request bytes in flight cannot take yet (:class:`~.dispatch.MemoryBudget`). A sweeper closes connections idle
+past ``connections_max_idle_ms`` and those whose request takes longer than ``request_receive_timeout_ms`` to
+arrive (slowloris). :class:`LoopThread` owns a private event loop on a daemon thread, so
 brokers start the same way from a script, a test or a running Jupyter kernel (whose loop is never touched).
 
 Why not streams: an asyncio StreamReader copies every chunk into its own buffer and wakes a task per read;
@@ -21,13 +24,16 @@ import logging
 import threading
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
-from .dispatch import CloseConnection, Connection, Pending
+from .dispatch import CloseConnection, Connection, MemoryBudget, Pending
 
 log = logging.getLogger("kafkalab.broker")
 JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
 BACKLOG_PAUSE = 16 << 20    # bytes of queued frames at which reading from that client pauses
-TICK_SECONDS = 0.1          # how often the broker state learns the time (group sessions, rebalance timeouts)
+TICK_SECONDS = 0.1          # how often the broker state hears the time (group sessions, rebalances, transactions)
+OFFLOAD_WORKERS = 2         # threads for offloaded request work (see Server.workers)
+SWEEP_EVERY = 1.0           # seconds between looks for idle connections and requests that never finish
 
 
 def _now_ms() -> int:
@@ -47,33 +53,37 @@ class Server:
         self._server: asyncio.base_events.Server | None = None
         self.clients: set[ClientProtocol] = set()
         self.appended: asyncio.Event | None = None
-        self._ticker: asyncio.Task | None = None
         self._streams = 0
         self.address: tuple[str, int] = ("", 0)
+        self._ticker: asyncio.TimerHandle | None = None
+        self.budget = MemoryBudget(config.queued_max_request_bytes)
+        self._sweeper: asyncio.Task | None = None
+        # offloaded checks (inflating legacy wrappers) run here, two at a time: bounded CPU and memory
+        self.workers = ThreadPoolExecutor(OFFLOAD_WORKERS, thread_name_prefix="kafkalab-broker-work")
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         self.appended = asyncio.Event()
         self.state.append_listeners.append(self._on_append)
-        self._ticker = loop.create_task(self._tick())
         self._server = await loop.create_server(lambda: ClientProtocol(self), self.config.host, self.config.port,
                                                 backlog=1024)
         sockname = self._server.sockets[0].getsockname()
         self.address = (sockname[0], sockname[1])
+        self._sweeper = loop.create_task(self._sweep())
         log.info("broker %d listening on %s", self.state.node_id, _endpoint(sockname))
+        self._tick()
         return self.address
+
+    def _tick(self) -> None:
+        try:
+            self.state.tick(_now_ms())
+        except Exception:  # noqa: BLE001 - a failing timer must not stop the broker
+            log.exception("broker tick failed")
+        self._ticker = asyncio.get_running_loop().call_later(TICK_SECONDS, self._tick)
 
     def next_stream(self) -> int:
         stream, self._streams = self._streams, self._streams + 1
         return stream
-
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(TICK_SECONDS)
-            try:
-                self.state.tick(_now_ms())
-            except Exception:  # noqa: BLE001 - a timer bug must not stop the broker
-                log.exception("broker tick failed")
 
     def _on_append(self) -> None:
         event = self.appended
@@ -81,9 +91,23 @@ class Server:
             event.set()
             self.appended = asyncio.Event()
 
+    async def _sweep(self) -> None:
+        """Close connections idle longer than ``connections_max_idle_ms`` (as Kafka does) and those whose
+        request has been arriving for longer than ``request_receive_timeout_ms`` (a slowloris holds a
+        connection and its buffer by sending a byte now and then)."""
+        idle = self.config.connections_max_idle_ms / 1000.0
+        receive = self.config.request_receive_timeout_ms / 1000.0
+        while True:
+            await asyncio.sleep(max(0.05, min(SWEEP_EVERY, idle / 4, receive / 4)))
+            now = time.monotonic()
+            for client in list(self.clients):
+                client.expire(now, idle, receive)
+
     async def close(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._server is not None:
             self._server.close()
         waits = [c.abort() for c in list(self.clients)]
@@ -94,6 +118,7 @@ class Server:
             await self._server.wait_closed()
         if self._on_append in self.state.append_listeners:
             self.state.append_listeners.remove(self._on_append)
+        self.workers.shutdown(wait=False, cancel_futures=True)
 
 
 class ClientProtocol(asyncio.BufferedProtocol):
@@ -106,7 +131,9 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self.backlog: deque[bytes] = deque()     # frames received behind a long poll
         self.backlog_bytes = 0
         self.waiting: asyncio.Task | None = None
-        self.paused: set[str] = set()            # why reading is paused: "write", "backlog"
+        self.paused: set[str] = set()            # why reading is paused: "write", "backlog", "memory"
+        self.last_active = time.monotonic()      # last bytes in or answer out
+        self.receiving_since: float | None = None    # when the unfinished request began to arrive
 
     # --- asyncio callbacks ---------------------------------------------------------------------------------
 
@@ -117,22 +144,54 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self.conn = Connection(server.state, server.registry, server.journal, stream=server.next_stream(),
                                src=_endpoint(peer), dst=_endpoint(local), local_host=local[0] if local else "",
                                local_port=local[1] if local else 0,
-                               max_request_size=server.config.max_request_size, clock=time.time)
+                               max_request_size=server.config.max_request_size, clock=time.time,
+                               budget=server.budget)
         server.clients.add(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.conn.buffer.space()
 
     def buffer_updated(self, nbytes: int) -> None:
+        buffer = self.conn.buffer
         try:
-            frames = self.conn.buffer.filled(nbytes)
+            frames = buffer.filled(nbytes)
         except CloseConnection as exc:
             self._close(f"closing connection {self.conn.stream} from {self.conn.src}: {exc}")
             return
+        self.last_active = time.monotonic()
+        if not buffer.partial:
+            self.receiving_since = None
+        elif self.receiving_since is None or frames:
+            self.receiving_since = self.last_active
         for frame in frames:
             self.backlog.append(frame)
             self.backlog_bytes += len(frame)
+        if buffer.blocked and "memory" not in self.paused:
+            self._pause("memory")
+            self.server.budget.wait(self._memory_granted)
+        elif not buffer.blocked and "memory" in self.paused:     # the frame came whole after all
+            self.server.budget.forget(self._memory_granted)
+            self._resume("memory")
         self._drain()
+
+    def _memory_granted(self) -> bool:
+        if self.transport.is_closing() or not self.conn.buffer.retry():
+            return self.transport.is_closing()
+        self.receiving_since = time.monotonic()      # waiting for the budget is not the client's fault
+        self._resume("memory")
+        return True
+
+    def expire(self, now: float, idle: float, receive: float) -> None:
+        """Close this connection if it sat idle too long or a request of it has been arriving too long."""
+        if self.transport.is_closing():
+            return
+        if self.receiving_since is not None and "memory" not in self.paused and now - self.receiving_since > receive:
+            self._close(f"closing connection {self.conn.stream} from {self.conn.src}: a request did not arrive "
+                        f"whole within {receive:g} s")
+        elif self.waiting is None and not self.backlog and not self.conn.buffer.partial \
+                and now - self.last_active > idle:
+            log.info("closing connection %d from %s: idle for %g s", self.conn.stream, self.conn.src, idle)
+            self.transport.close()
 
     def eof_received(self) -> bool:
         return False                             # close our side too
@@ -141,6 +200,13 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self.server.clients.discard(self)
         if self.waiting is not None:
             self.waiting.cancel()
+        budget = self.server.budget
+        budget.forget(self._memory_granted)
+        self.conn.buffer.discard()
+        if self.backlog_bytes:
+            budget.release(self.backlog_bytes)
+            self.backlog.clear()
+            self.backlog_bytes = 0
 
     def pause_writing(self) -> None:
         self._pause("write")
@@ -161,7 +227,10 @@ class ClientProtocol(asyncio.BufferedProtocol):
             while self.backlog and self.waiting is None and "write" not in self.paused:
                 frame = self.backlog.popleft()
                 self.backlog_bytes -= len(frame)
-                answer = self.conn.handle(frame, time.time(), _now_ms())
+                try:
+                    answer = self.conn.handle(frame, time.time(), _now_ms())
+                finally:
+                    self.server.budget.release(len(frame))
                 if isinstance(answer, Pending):
                     # the append event as of now: one set before the task starts still wakes it
                     self.waiting = asyncio.get_running_loop().create_task(self._finish(answer, self.server.appended))
@@ -188,6 +257,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
     def _write(self, out: list[bytes]) -> None:
         if not out or self.transport.is_closing():
             return
+        self.last_active = time.monotonic()
         if len(out) == 1:
             self.transport.write(out[0])
         elif sum(map(len, out)) < JOIN_BELOW:
@@ -200,7 +270,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
         """Wait for an append (or the deadline) to complete a long poll, answer it, then carry on with the
         frames that arrived meanwhile."""
         try:
-            answer = await self._wait(pending, event)
+            answer = await self._complete(pending, event)
         except asyncio.CancelledError:
             return
         except Exception:  # noqa: BLE001
@@ -208,8 +278,23 @@ class ClientProtocol(asyncio.BufferedProtocol):
             self.transport.close()
             return
         self.waiting = None
-        self._write([answer])
+        if answer is not None:
+            self._write([answer])
         self._drain()
+
+    async def _complete(self, pending: Pending, event: asyncio.Event) -> bytes | None:
+        """Offloaded work runs on the server's worker threads (the loop keeps serving other clients
+        meanwhile); what it leads to may be an answer, nothing (acks=0), or a long poll. ``event`` is the
+        append event as of the request's handling: one set since still wakes its long poll."""
+        answer = pending
+        while isinstance(answer, Pending):
+            if answer.offload is not None:
+                result = await asyncio.get_running_loop().run_in_executor(self.server.workers, answer.offload.work)
+                event = self.server.appended
+                answer = self.conn.resume(answer, result)
+            else:
+                answer = await self._wait(answer, event)
+        return answer
 
     async def _wait(self, pending: Pending, event: asyncio.Event) -> bytes:
         loop = asyncio.get_running_loop()

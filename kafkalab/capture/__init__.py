@@ -3,10 +3,10 @@
 ``read_capture(path)`` returns a :class:`Capture` (frames, exchanges, records and connections tables;
 ``cap[n]`` is frame n; ``cap.filter("...")``); ``iter_frames(path)`` streams
 :class:`~kafkalab.dissect.frame.Frame`s and ``write_frames(path, out)`` streams the frames table into Parquet;
-``sniff(iface, ports)`` captures live with scapy. The sans-IO core is :class:`Analyzer` (packets in, frames
-out) over :class:`HalfStream` (one direction's reassembly); :mod:`.bulk` reads whole classic pcap files of
-regular traffic faster with the same results; :mod:`.cli` holds the ``decode``, ``stats`` and ``sniff``
-commands.
+``sniff(iface, ports)`` captures live (a packet socket and :mod:`.bpf`'s kernel filter). The sans-IO core
+is :class:`Analyzer` (packets in, frames out) over :class:`HalfStream` (one direction's reassembly);
+:mod:`.bulk` reads whole classic pcap files of regular traffic faster with the same results; :mod:`.cli`
+holds the ``decode``, ``stats`` and ``sniff`` commands.
 """
 from kafkalab.pcap import CaptureError
 

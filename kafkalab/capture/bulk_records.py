@@ -83,6 +83,8 @@ def pcapng_records(data: bytes):
             if iface >= len(interfaces) or interfaces[iface].linktype != 1 or captured > total - 32:
                 raise Bail
             info = interfaces[iface]
+            if info.ts_problem((high << 32) | low):     # the general reader annotates the packet
+                raise Bail
             offsets.append(pos + 28)
             stamps.append(info.ts_ns((high << 32) | low))
             stored.append(captured)

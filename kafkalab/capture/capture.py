@@ -149,7 +149,10 @@ class Capture:
 
     @property
     def records(self):
-        from kafkalab.dissect.tables import records_table
+        from kafkalab.dissect.records_table import records_table
+        if self._store is not None:             # read from the held bytes: no Frame objects made
+            from .rows import record_sources
+            return self._table("records", lambda: records_table(record_sources(self._store)))
         return self._table("records", lambda: records_table(self.frame_list))
 
     @property

@@ -11,8 +11,9 @@ columns, lists joined by commas, as ``tshark -T fields`` prints them), ``-e`` th
 ``-Y`` display filter (kafkalab's own language, see :mod:`kafkalab.dissect.filter`), ``-p`` more Kafka ports
 (9092-9094 are always tried, and other ports are recognised from their traffic). Data goes to stdout (or
 ``-o``), warnings and errors to stderr; colour only on a terminal and never when ``NO_COLOR`` is set. Exit
-codes: 0 ok, 1 input problem (unreadable or broken capture, with a one-line reason), 2 usage (bad options or
-filter), 130 interrupted. A capture file of up to 64 MB that the bulk reader takes is read whole, then
+codes: 0 ok, 1 input problem (a damaged capture, with a one-line reason), 2 the command cannot run as given
+(bad options or filter, a missing file, a file that is not a capture, no such interface, no permission to
+capture: one line saying what to do), 130 interrupted. A capture file of up to 64 MB that the bulk reader takes is read whole, then
 written from its columns (the fastest way, memory a few times the file's size); anything larger, compressed or
 read from standard input streams: frames are written as they are decoded (a request once its response is in,
 so latency columns are filled), in bounded memory whatever the capture's size. Both print the same.
@@ -29,7 +30,7 @@ from typing import Callable, Iterable, TextIO
 
 from kafkalab.dissect.filter import FilterError, compile_filter
 from kafkalab.dissect.frame import FRAME_COLUMNS
-from kafkalab.pcap import CaptureError
+from kafkalab.pcap import CaptureError, NotACaptureFile
 
 from .stats import CaptureStats, format_stats
 from .writers import CsvWriter, FieldsWriter, JsonLinesWriter, Painter, TableWriter, use_color
@@ -70,9 +71,11 @@ def add_parsers(subparsers) -> None:
     stats.add_argument("--top", type=_count, default=10, metavar="N", help="topics to list (default 10)")
     stats.set_defaults(func=cmd_stats)
 
-    sniff = subparsers.add_parser("sniff", help="capture Kafka traffic live (needs scapy and capture rights)",
+    sniff = subparsers.add_parser("sniff", help="capture Kafka traffic live from a network interface (Linux; "
+                                                "root or CAP_NET_RAW)",
                                   description="Sniff an interface, decode Kafka frames live, optionally "
-                                              "writing the packets to a pcap file.")
+                                              "writing the packets to a pcap file. Uses a Linux packet socket "
+                                              "and a kernel port filter: no libpcap or tcpdump needed.")
     sniff.add_argument("-i", "--interface", required=True, metavar="IFACE", help="interface, e.g. lo or eth0")
     _common_options(sniff)
     sniff.add_argument("-w", "--write", metavar="OUT.pcap", help="also write the captured packets to a pcap file")
@@ -123,6 +126,10 @@ def _guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse
         except UsageError as exc:
             _error(str(exc))
             return EXIT_USAGE
+        except NotACaptureFile as exc:
+            _error(f"{args.capture}: {exc}; give a pcap or pcapng capture (as tcpdump -w, Wireshark or "
+                   f"kafkalab sniff -w write them)")
+            return EXIT_USAGE
         except CaptureError as exc:
             _error(str(exc))
             return EXIT_INPUT
@@ -155,10 +162,12 @@ def _warn_all(notes: Iterable[str]) -> None:
 
 
 def _check_capture(path: str) -> None:
+    if path == "-" and sys.stdin is None:
+        raise CaptureError("standard input is closed: there is no capture to read from '-'")
     if path != "-" and not os.path.exists(path):
-        raise CaptureError(f"no such capture file: {path}")
+        raise UsageError(f"no such capture file: {path} (check the path; - reads standard input)")
     if os.path.isdir(path):
-        raise CaptureError(f"{path} is a directory, not a capture file")
+        raise UsageError(f"{path} is a directory; give a capture file in it")
 
 
 def _source(path: str):
@@ -291,7 +300,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 @_guarded
 def cmd_sniff(args: argparse.Namespace) -> int:
-    """kafkalab sniff: live capture with scapy, decoded as it arrives, optionally written to a pcap."""
+    """kafkalab sniff: live capture from a packet socket, decoded as it arrives, optionally written to a pcap."""
     where = compile_filter(args.filter) if args.filter else None
     from .live import SniffError, sniff
 
@@ -312,7 +321,8 @@ def cmd_sniff(args: argparse.Namespace) -> int:
                     break
     except SniffError as exc:
         _error(str(exc))
-        return EXIT_INPUT
+        return EXIT_USAGE
+    _warn_all(live.diagnostics)                 # e.g. packets the kernel dropped while the reader was behind
     return EXIT_OK
 
 

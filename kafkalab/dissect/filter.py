@@ -33,16 +33,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from . import columns as spec
 from .frame import FRAME_COLUMNS
 
-# column -> kind: "int", "float", "str", "bool", "list", "time"
-COLUMN_KINDS: dict[str, str] = {
-    "frame": "int", "time": "time", "ts": "float", "stream": "int", "src": "str", "dst": "str", "kind": "str",
-    "api_key": "int", "api_name": "str", "api_version": "int", "correlation_id": "int", "client_id": "str",
-    "size": "int", "request_frame": "int", "response_frame": "int", "latency_ms": "float", "error_code": "int",
-    "error": "str", "topics": "list", "record_count": "int", "summary": "str", "diagnostics": "list",
-    "inferred": "bool",
-}
+# column -> kind: "int", "float", "str", "bool", "list", "time" (from the column spec; ``ts`` is the rows' time)
+COLUMN_KINDS: dict[str, str] = spec.filter_kinds("frames") | {"ts": "float"}
 assert set(FRAME_COLUMNS) <= set(COLUMN_KINDS)
 
 _KEYWORDS = {"and", "or", "not", "in", "contains", "matches", "true", "false", "null", "none"}

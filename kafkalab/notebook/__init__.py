@@ -1,8 +1,8 @@
 """kafkalab in Jupyter: static HTML views that survive a saved notebook, and the three-pane Explorer.
 
 ``explore(source)`` opens the Explorer (frame list, field tree, bytes) on a Frame, a list of Frames, a
-Capture or a Broker. The HTML functions need no notebook libraries; the widget imports anywidget on first
-use (``pip install 'kafkalab[notebook]'``). :mod:`kafkalab.notebook.plots` has the sequence diagrams,
+Capture or a Broker. The HTML functions need no notebook libraries; the widget imports anywidget (a
+kafkalab dependency) on first use. :mod:`kafkalab.notebook.plots` has the sequence diagrams,
 latency, throughput, consumer-lag and error views (matplotlib, imported on first use).
 """
 from __future__ import annotations

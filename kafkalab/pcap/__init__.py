@@ -10,7 +10,7 @@ import struct
 import zlib
 from typing import Iterator
 
-from .errors import CaptureError
+from .errors import CaptureError, NotACaptureFile
 from .fast import LINKS, fast_pcap_packets
 from .files import PCAP_MAGICS, LinkRecord, iter_link_records, open_stream
 from .layers import ACK, FIN, PSH, RST, SYN, PacketDecoder, TcpPacket, endpoint
@@ -64,5 +64,5 @@ def _classic_header(stream) -> tuple | None:
     return order, nanos, snaplen, linktype
 
 
-__all__ = ["CaptureError", "LinkRecord", "iter_link_records", "PacketDecoder", "TcpPacket", "endpoint",
+__all__ = ["CaptureError", "NotACaptureFile", "LinkRecord", "iter_link_records", "PacketDecoder", "TcpPacket", "endpoint",
            "read_packets", "TcpConnection", "TcpPcapWriter", "checksum", "FIN", "SYN", "RST", "PSH", "ACK"]

@@ -2,31 +2,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import struct
-
-import pytest
 
 from kafkalab.protocol import decode_response, encode_request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def require(what: str, present: bool) -> None:
-    """External clients (kcat, node and kafkajs) are installed by .ci/run: in CI a missing one fails the test,
-    elsewhere it skips it."""
-    if not present:
-        message = f"{what} is not installed (.ci/run installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-def require_tool(name: str) -> str:
-    path = shutil.which(name)
-    require(name, path is not None)
-    return path
 
 
 class RawClient:

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 import pytest
-from broker_helpers import require_tool
+from tests.tools import require_tool
 from group_flows import (ALL, PER_PARTITION, Client, Member, check_flow, committed, fill, run_polling_flow,
                          wait_until)
 

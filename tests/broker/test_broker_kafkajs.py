@@ -8,9 +8,11 @@ import os
 import subprocess
 
 import pytest
-from broker_helpers import HERE, require, require_tool
+from broker_helpers import HERE
 
 from kafkalab.broker import Broker
+
+from tests.tools import ci_line, require, require_tool
 
 JS = os.path.join(HERE, "js")
 BASE_TS = 1_700_000_000_000
@@ -19,7 +21,7 @@ BASE_TS = 1_700_000_000_000
 @pytest.fixture(scope="module")
 def run():
     node = require_tool("node")
-    require("kafkajs (npm install --prefix tests/broker/js)", os.path.isdir(os.path.join(JS, "node_modules", "kafkajs")))
+    require("kafkajs", os.path.isdir(os.path.join(JS, "node_modules", "kafkajs")), ci_line("npm install"))
     with Broker(topics={"t": 2}) as broker:
         done = subprocess.run([node, os.path.join(JS, "kafkajs_check.js"), broker.bootstrap_servers, "t"],
                               capture_output=True, text=True, timeout=180, cwd=JS)

@@ -6,7 +6,7 @@ import subprocess
 import time
 
 import pytest
-from broker_helpers import require_tool
+from tests.tools import require_tool
 
 FORMAT = "%p|%o|%k|%s|%h|%T\\n"
 

@@ -1,7 +1,6 @@
 """``broker.write_pcap``: the journal as a capture that tshark opens cleanly and kafkalab reads back frame for frame."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
@@ -10,7 +9,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 import kafkalab
 from kafkalab.broker import Broker
 
-TSHARK = shutil.which("tshark")
+from tests.tools import require_tool
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +47,16 @@ def test_read_capture_decodes_the_same_frames(journaled):
     assert frames.stream.nunique() == journal.stream.nunique()
 
 
-@pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (CI installs it from apt)")
 def test_tshark_opens_it_without_errors(journaled):
     broker, path = journaled
-    opened = subprocess.run([TSHARK, "-r", str(path)], capture_output=True, text=True, timeout=60)
+    tshark = require_tool("tshark")
+    opened = subprocess.run([tshark, "-r", str(path)], capture_output=True, text=True, timeout=60)
     assert opened.returncode == 0
     assert [line for line in opened.stderr.splitlines() if "Running as user" not in line] == []
-    problems = subprocess.run([TSHARK, "-r", str(path), "-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
+    problems = subprocess.run([tshark, "-r", str(path), "-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
                                "-Y", "tcp.analysis.flags || tcp.checksum.status == 0 || ip.checksum.status == 0"],
                               capture_output=True, text=True, timeout=60)
     assert problems.returncode == 0 and problems.stdout.strip() == ""
-    kafka = subprocess.run([TSHARK, "-r", str(path), "-d", f"tcp.port=={broker.port},kafka", "-Y", "kafka",
+    kafka = subprocess.run([tshark, "-r", str(path), "-d", f"tcp.port=={broker.port},kafka", "-Y", "kafka",
                             "-T", "fields", "-e", "kafka.correlation_id"], capture_output=True, text=True, timeout=60)
     assert [int(c) for c in kafka.stdout.split()] == list(broker.frames.correlation_id)

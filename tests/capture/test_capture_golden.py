@@ -3,7 +3,6 @@ values are the manifest's, which the recording proxy took from the clients' own 
 from __future__ import annotations
 
 import io
-import shutil
 import subprocess
 
 import pyarrow as pa
@@ -13,6 +12,7 @@ from kafkalab.capture import iter_frames, read_capture
 from kafkalab.pcap import TcpPcapWriter, read_packets
 
 from tests.capture.builders import write_golden_pcap
+from tests.tools import require_tool
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,6 @@ def pd_na():
     return pd.NA
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed (apt-get install tshark)")
 def test_tshark_opens_the_written_capture_and_agrees(golden_pcap):
     """tshark (4.0 on Debian) must read the writer's file without complaint; for every frame it decodes
     without an unsupported-version or malformed report, api key, version, correlation id, client id and
@@ -145,7 +144,7 @@ def test_tshark_opens_the_written_capture_and_agrees(golden_pcap):
     fields = ["frame.number", "tcp.stream", "kafka.request_key", "kafka.request.version", "kafka.response_key",
               "kafka.response.version", "kafka.correlation_id", "kafka.client_id", "kafka.topic_name",
               "_ws.expert.message", "_ws.malformed"]
-    cmd = ["tshark", "-r", str(path), "-Y", "kafka", "-T", "fields", "-E", "occurrence=a", "-E",
+    cmd = [require_tool("tshark"), "-r", str(path), "-Y", "kafka", "-T", "fields", "-E", "occurrence=a", "-E",
            "aggregator=|", "-E", "separator=\t"] + [x for f in fields for x in ("-e", f)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

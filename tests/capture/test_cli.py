@@ -156,14 +156,14 @@ def test_exit_codes_and_messages(golden, capsys, tmp_path):
     path, _ = golden
     missing = tmp_path / "missing.pcap"
     code, out, err = run(capsys, "decode", missing)
-    assert code == 1 and "no such capture file" in err and "Traceback" not in err
+    assert code == 2 and "no such capture file" in err and "Traceback" not in err
     garbage = tmp_path / "garbage.pcap"
     garbage.write_bytes(b"this is not a capture file at all")
     code, out, err = run(capsys, "decode", garbage)
-    assert (code, out) == (1, "") and "not a pcap or pcapng file" in err
+    assert (code, out) == (2, "") and "not a pcap or pcapng file" in err
     empty = tmp_path / "empty.pcap"
     empty.write_bytes(b"")
-    assert run(capsys, "stats", empty)[0] == 1
+    assert run(capsys, "stats", empty)[0] == 2
     truncated = tmp_path / "truncated.pcap"
     truncated.write_bytes(path.read_bytes()[:-7])
     code, out, err = run(capsys, "decode", truncated, "-T", "jsonl")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -16,6 +15,8 @@ import pytest
 
 from kafkalab.capture import read_capture
 from kafkalab.dissect.facts import body_layout, walk
+
+from tests.tools import require_tool
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 EXPECTED = {path.stem: json.loads(path.read_text()) for path in sorted(CAPTURES.glob("*.json"))}
@@ -51,7 +52,7 @@ def test_produced_and_consumed_records_are_what_the_clients_saw(name):
                   for r in produced.itertuples())
     assert got == Counter(_record_key(p["topic"], p["partition"], p["offset"], p["key"], p["value"])
                           for p in expected["produced"])
-    headers = {(r.key.hex(), tuple((k, v.hex()) for k, v in r.headers)) for r in produced.itertuples()}
+    headers = {(r.key.hex(), tuple((h["key"], h["value"].hex()) for h in r.headers)) for r in produced.itertuples()}
     assert headers == {(p["key"], tuple(tuple(h) for h in p["headers"])) for p in expected["produced"]}
     timestamps = {r.key.hex(): int(r.timestamp.timestamp() * 1000) for r in produced.itertuples()}
     assert timestamps == {p["key"]: p["timestamp"] for p in expected["produced"]}
@@ -186,7 +187,7 @@ def _own_experts(pdu) -> list[str]:
 
 
 def tshark_pdus(path: Path, port: int) -> list[dict]:
-    command = ["tshark", "-r", str(path), "-n", "-d", f"tcp.port=={port},kafka", "-Y", "kafka", "-T", "json",
+    command = [require_tool("tshark"), "-r", str(path), "-n", "-d", f"tcp.port=={port},kafka", "-Y", "kafka", "-T", "json",
                "-J", "kafka tcp"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -237,7 +238,6 @@ def _our_records(frame) -> tuple[list, list]:
     return keys, values
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed (apt-get install tshark)")
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_tshark_agrees_on_every_frame_it_decodes(name):
     expected, cap = load(name)

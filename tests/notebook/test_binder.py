@@ -181,8 +181,9 @@ def test_base_image_jupyterlab_satisfies_the_notebook_extra(repo2docker):
         pytest.skip(f"this repo2docker has no {lock.name}")
     pinned = dict(re.findall(r"/(jupyterlab|ipywidgets)-(\d+(?:\.\d+)+)-", lock.read_text()))
     assert set(pinned) == {"jupyterlab", "ipywidgets"}
+    project = PYPROJECT["project"]        # ipywidgets is a core dependency, JupyterLab in the notebook extra
     extra = {canonicalize_name(Requirement(s).name): Requirement(s)
-             for s in PYPROJECT["project"]["optional-dependencies"]["notebook"]}
+             for s in project["dependencies"] + project["optional-dependencies"]["notebook"]}
     for name, version in pinned.items():
         assert Version(version) in extra[name].specifier, (name, version, str(extra[name]))
 

@@ -2,8 +2,8 @@
 Chromium. Runs a small notebook, then clicks a tree node, a byte and a frame row, and checks the DOM's
 data-attributes and the kernel-side traitlets (both directions of the selection).
 
-Needs: jupyterlab, anywidget, playwright (Python package only; no ``playwright install``) and
-``/usr/bin/chromium``. Set ``KAFKALAB_REQUIRE_BROWSER=1`` (CI) to fail instead of skip when one is missing.
+Needs: jupyterlab, anywidget, playwright (Python package only; no ``playwright install``) and Debian's
+chromium; without one the tests skip, under CI they fail (tests/tools.py).
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.tools import require, require_tool
+
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 REPO = Path(__file__).resolve().parents[2]
@@ -32,19 +33,9 @@ ex = explore(frames, height="640px")
 ex"""
 
 
-def _missing() -> str | None:
-    for module in ("jupyterlab", "anywidget", "playwright"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed"
-    if not os.path.exists(CHROMIUM):
-        return f"{CHROMIUM} is missing (apt-get install chromium)"
-    return None
-
-
-if (reason := _missing()) is not None:
-    if os.environ.get("KAFKALAB_REQUIRE_BROWSER"):
-        raise RuntimeError(f"browser test required but {reason}")
-    pytest.skip(reason, allow_module_level=True)
+for module in ("jupyterlab", "anywidget", "playwright"):
+    require(module, importlib.util.find_spec(module) is not None, "the test extra (make test)")
+CHROMIUM = require_tool("chromium")
 
 pytestmark = pytest.mark.slow
 

@@ -182,7 +182,7 @@ def test_04_offline_analysis():
     plan = values["plan"]
     assert values["produced"] == {"orders": plan["orders"], "payments": plan["payments"]}
     assert values["throughput"] == values["produced"]
-    assert values["headers"] == [str([("source", b"web")])]
+    assert values["headers"] == [str([{"key": "source", "value": b"web"}])]
     assert values["codecs"] == ["gzip", "lz4"]
     assert ["CreateTopics", "error", "TOPIC_ALREADY_EXISTS"] in values["errors"]
     assert values["filtered"] == ["CreateTopics"]
@@ -230,7 +230,11 @@ def test_05_troubleshooting():
         "recorded_negotiation": None if not recorded.exists() else [
             [r.kind, int(r.api_version), int(r.correlation_id), None if pd.isna(r.error) else r.error]
             for r in recorded_negotiation.itertuples()],
-        "running": broker.running}""")
+        "running": broker.running,
+        "txn": {"isolation": isolation.reset_index().fillna("").values.tolist(),
+                "aborted": fetched["aborted_transactions"], "lso": fetched["last_stable_offset"],
+                "batches": batches[["base_offset", "control", "content"]].values.tolist(),
+                "states": coordinator_log["state"].tolist(), "running": txn_broker.running}}""")
     assert values["default_frames"] == 11 and values["same_with_port"]    # found without naming the port
     (kind, api, inferred, notes), (next_kind, _, _, next_notes) = values["mid"]
     assert (kind, api, inferred) == ("response", "Produce", True)
@@ -247,6 +251,16 @@ def test_05_troubleshooting():
     assert path.endswith(".crc") and crc_notes[0].startswith("CRC mismatch") and frame_notes
     assert ["Produce", "error", "CORRUPT_MESSAGE"] in values["timeline"]
     assert values["running"] is False
+    txn = values["txn"]                                                   # story 5: an aborted transaction
+    assert txn["isolation"] == [[0, "pay-1", "pay-1"], [1, "pay-2", "pay-2"], [3, "refund-oops", ""],
+                                [5, "pay-3", "pay-3"]]
+    assert [a["first_offset"] for a in txn["aborted"]] == [3] and txn["lso"] == 7
+    assert txn["batches"] == [[0, False, "pay-1, pay-2"], [2, True, "COMMIT"], [3, False, "refund-oops"],
+                              [4, True, "ABORT"], [5, False, "pay-3"], [6, True, "COMMIT"]]
+    assert txn["states"] == ["EMPTY"] + ["ONGOING", "PREPARE_COMMIT", "COMPLETE_COMMIT",
+                                         "ONGOING", "PREPARE_ABORT", "COMPLETE_ABORT",
+                                         "ONGOING", "PREPARE_COMMIT", "COMPLETE_COMMIT"]
+    assert txn["running"] is False
     real = values["real"]
     if (CAPTURES / "midstream.pcap").exists():
         kind, _, inferred, notes = real["midstream"][0]

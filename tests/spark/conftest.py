@@ -2,24 +2,19 @@
 each started once per test session and stopped at its end."""
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 
 import pytest
 
+from tests.tools import require, require_tool
+
 
 def _spark_or_skip():
-    missing = []
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        missing.append("pyspark (pip install '.[spark]')")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        missing.append("Java 17 (.ci/run: apt-get install openjdk-17-jre-headless)")
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail("Spark tests need " + " and ".join(missing))
-        pytest.skip("Spark tests need " + " and ".join(missing))
+    """pyspark and Java, else skip (fail under CI): see tests/tools.py."""
+    require("pyspark", importlib.util.find_spec("pyspark") is not None, "the spark extra (make test)")
+    if not os.environ.get("JAVA_HOME"):
+        require_tool("java")
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from ..config import topic_name_problem
+from ..config import INTERNAL_TOPICS, topic_name_problem
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST = 0, 3, 17, 42
@@ -54,7 +54,8 @@ def handle(ctx, body: dict) -> dict:
 
 def _describe(ctx, topic, partitions) -> dict:
     node = ctx.state.node_id
-    return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id, "is_internal": False,
+    return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id,
+            "is_internal": topic.name in INTERNAL_TOPICS,
             "topic_authorized_operations": TOPIC_OPERATIONS, "partitions": [
                 {"error_code": NONE, "partition_index": p.index, "leader_id": node, "leader_epoch": 0,
                  "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],

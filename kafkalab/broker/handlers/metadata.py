@@ -1,15 +1,15 @@
 """Metadata (3), v0-v13: this broker is every broker, the controller and the leader of every partition.
 
 Topics asked for by name that do not exist are created when both the broker (``auto_create_topics``) and,
-from v4, the request (``allow_auto_topic_creation``) allow it. v10+ may ask by topic id; v0 with an empty
-list and v1+ with a null list mean "all topics".
+from v4, the request (``allow_auto_topic_creation``) allow it, at most ``max_auto_created_topics_per_request``
+per request (the rest get UNKNOWN_TOPIC_OR_PARTITION, which clients retry). v10+ may ask by topic id; v0 with an
+empty list and v1+ with a null list mean "all topics". The coordinators' own topics are listed as internal.
 """
 from __future__ import annotations
 
 import uuid
 
-from ..config import topic_name_problem
-from ..storage.store import INTERNAL_TOPICS
+from ..config import INTERNAL_TOPICS, topic_name_problem
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID = 0, 3, 17, 100
@@ -23,7 +23,8 @@ def handle(ctx, body: dict) -> dict:
         topics = [_describe(ctx, t) for t in state.store.topics.values()]
     else:
         allow = body.get("allow_auto_topic_creation", True) and state.config.auto_create_topics
-        topics = [_lookup(ctx, item, allow) for item in requested]
+        creations = [state.config.max_auto_created_topics_per_request] if allow else [0]
+        topics = [_lookup(ctx, item, creations) for item in requested]
     host = ctx.local_host or state.advertised_host
     port = ctx.local_port or state.advertised_port
     return {"throttle_time_ms": 0, "brokers": [{"node_id": state.node_id, "host": host, "port": port, "rack": None}],
@@ -31,7 +32,9 @@ def handle(ctx, body: dict) -> dict:
             "cluster_authorized_operations": -2147483648, "error_code": 0}
 
 
-def _lookup(ctx, item: dict, allow_create: bool) -> dict:
+def _lookup(ctx, item: dict, creations: list[int]) -> dict:
+    """The topic's metadata; a missing topic is created while ``creations[0]`` (what this request may still
+    create: one request naming 200,000 new topics must not stall the broker) allows."""
     store = ctx.state.store
     name, topic_id = item.get("name"), item.get("topic_id") or ZERO_UUID
     if name is None and topic_id != ZERO_UUID:
@@ -42,7 +45,8 @@ def _lookup(ctx, item: dict, allow_create: bool) -> dict:
         return _describe(ctx, topic)
     if topic_name_problem(name):
         return _error(name, INVALID_TOPIC_EXCEPTION)
-    if allow_create:
+    if creations[0] > 0:
+        creations[0] -= 1
         return _describe(ctx, ctx.state.create_topic(name))
     return _error(name, UNKNOWN_TOPIC_OR_PARTITION)
 

@@ -1,7 +1,9 @@
 """OffsetFetch (9), v0-v10: committed offsets, -1 where none was committed.
 
 v0-v7 ask for one group (null topics from v2: every partition the group committed); v8+ batch several
-groups (KIP-709); v10 names topics by id.
+groups (KIP-709); v10 names topics by id. With ``require_stable`` (v7+, KIP-447) a partition whose offset an
+open transaction is still committing answers UNSTABLE_OFFSET_COMMIT, so the consumer retries rather than
+start from an offset that is about to change.
 """
 from __future__ import annotations
 
@@ -13,8 +15,13 @@ from .base import Handler
 def handle(ctx, body: dict) -> dict:
     if ctx.api_version >= 8:
         groups = [_group(ctx, g["group_id"], g.get("topics")) for g in body.get("groups", ())]
+        if body.get("require_stable"):
+            for answer in groups:
+                _mark_unstable(ctx, answer)
         return {"throttle_time_ms": 0, "groups": groups}
     answer = _group(ctx, body["group_id"], body.get("topics"))
+    if body.get("require_stable"):
+        _mark_unstable(ctx, answer)
     return {"throttle_time_ms": 0, "topics": answer["topics"], "error_code": ErrorCode.NONE}
 
 
@@ -33,6 +40,14 @@ def _group(ctx, group: str, topics) -> dict:
         out.append({"name": name, "topic_id": t.get("topic_id"),
                     "partitions": [_partition(store, group, name, i) for i in t.get("partition_indexes", ())]})
     return {"group_id": group, "topics": out, "error_code": ErrorCode.NONE}
+
+
+def _mark_unstable(ctx, answer: dict) -> None:
+    pending = ctx.state.transactions.pending_offsets(answer["group_id"])
+    for t in answer["topics"] if pending else ():
+        for p in t["partitions"]:
+            if (t["name"], p["partition_index"]) in pending:
+                p["error_code"] = ErrorCode.UNSTABLE_OFFSET_COMMIT
 
 
 def _partition(store, group: str, topic: str, index: int) -> dict:

@@ -16,7 +16,8 @@ from kafkalab.protocol import ProtocolError
 from kafkalab.protocol.payloads import decode_offsets_record, encode_payload
 from kafkalab.protocol.records import RecordBatch, build_batch, decode_records, encode_records
 
-OFFSETS_TOPIC = "__consumer_offsets"
+from ..config import OFFSETS_TOPIC
+
 OFFSETS_PARTITIONS = 1
 OFFSET_COMMIT_KEY_VERSION, OFFSET_COMMIT_VALUE_VERSION = 1, 3
 GROUP_METADATA_KEY_VERSION, GROUP_METADATA_VALUE_VERSION = 2, 3

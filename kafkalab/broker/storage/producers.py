@@ -3,7 +3,8 @@
 For each producer id the partition remembers the epoch and the last few batches appended (first and last
 sequence, base offset). A batch from a known producer must continue its sequence: the same sequences as a
 remembered batch are a duplicate (answered with the original offset and no error), anything else that is not
-``last + 1`` is OUT_OF_ORDER_SEQUENCE_NUMBER. Sans-IO, no clock.
+``last + 1`` is OUT_OF_ORDER_SEQUENCE_NUMBER. Transaction markers raise a producer's epoch here (so a fenced
+producer's batches are refused). Sans-IO, no clock.
 """
 from __future__ import annotations
 
@@ -55,6 +56,13 @@ class ProducerStates:
             if first == first_seq and last == last_seq:
                 return Duplicate(base)
         return 0 if first_seq == next_sequence(entry.last_sequence) else OUT_OF_ORDER_SEQUENCE_NUMBER
+
+    def fence(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker at ``epoch``: batches of older epochs are refused from now on (the zombie
+        fencing of KIP-98); a newer epoch starts its sequences afresh."""
+        entry = self.entries.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            self.entries[producer_id] = ProducerEntry(epoch)
 
     def record(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, base_offset: int) -> None:
         if producer_id < 0 or first_seq < 0:

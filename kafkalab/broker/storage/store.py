@@ -22,8 +22,7 @@ from .log import PartitionLog
 from .offsets import (OFFSETS_PARTITIONS, OFFSETS_TOPIC, append_records, group_metadata_record,
                       offset_commit_record, read_records)
 from .producers import ProducerStates
-
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})     # Metadata marks them is_internal
+from .segment import HandleCache
 
 
 @dataclass
@@ -61,9 +60,11 @@ class Committed:
 
 
 class Store:
-    def __init__(self, data_dir: str | None = None, segment_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, data_dir: str | None = None, segment_bytes: int = 64 * 1024 * 1024,
+                 open_files: int = 256) -> None:
         self.data_dir = data_dir
         self.segment_bytes = segment_bytes
+        self.handles = HandleCache(open_files)      # segment files open at once, all partitions together
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
@@ -128,7 +129,7 @@ class Store:
         if self.data_dir is None:
             return Partition(topic, index, PartitionLog.in_memory(self.segment_bytes))
         directory = os.path.join(self.data_dir, f"{topic}-{index}")
-        partition = Partition(topic, index, PartitionLog.open(directory, self.segment_bytes), directory=directory)
+        partition = Partition(topic, index, PartitionLog.open(directory, self.segment_bytes, self.handles), directory=directory)
         for pid, epoch, first, last, base in partition.log.producer_batches():
             partition.producers.record(pid, epoch, first, last, base)
             self.max_producer_id = max(self.max_producer_id, pid)

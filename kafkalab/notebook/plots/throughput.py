@@ -51,8 +51,8 @@ def _payload_size(key, value, headers) -> int:
     size = len(key) if isinstance(key, (bytes, bytearray)) else 0
     size += len(value) if isinstance(value, (bytes, bytearray)) else 0
     for item in _items(headers):
-        try:
-            name, data = item
+        try:       # the records table's {"key", "value"} structs; (key, value) pairs also accepted
+            name, data = (item.get("key"), item.get("value")) if isinstance(item, dict) else item
         except (TypeError, ValueError):
             continue
         size += len(name.encode() if isinstance(name, str) else name or b"")
