@@ -2,7 +2,8 @@
 
 Layout: :mod:`.runtime` (``Broker``), :mod:`.server` (the asyncio adapter, the only asyncio user),
 :mod:`.dispatch` (a sans-IO connection), :mod:`.handlers` (one module per API, the registry ApiVersions is
-built from), :mod:`.storage` (segments, partition logs, producer state, topics, offsets), :mod:`.journal`.
+built from), :mod:`.groups` (the group coordinator: classic and KIP-848 groups), :mod:`.storage` (segments,
+partition logs, producer state, topics, committed offsets in ``__consumer_offsets``), :mod:`.journal`.
 """
 
 def __getattr__(name: str):

@@ -15,7 +15,8 @@ DEFAULT_CLUSTER_ID = "kafkalab-cluster-0001"   # any string; Kafka's are 22-char
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024  # socket.request.max.bytes
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({TRANSACTION_STATE_TOPIC})   # the coordinators' own: clients read them, never write
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({TRANSACTION_STATE_TOPIC, OFFSETS_TOPIC})   # the coordinators' own: clients read them, never write
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME = 249
@@ -56,3 +57,4 @@ class BrokerConfig:
     segment_bytes: int = 64 * 1024 * 1024
     max_open_segment_files: int = 256          # segment files held open at once (least recently used closed)
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    initial_rebalance_delay_ms: int = 3_000    # group.initial.rebalance.delay.ms: a new group's first round waits

@@ -220,7 +220,7 @@ class Connection:
             raise CloseConnection(f"undecodable {handler_name(api_key)} v{api_version} request: {exc}") from None
         entry.client_id = request.client_id
         ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
-                             now_ms, self.local_host, self.local_port, self.stream)
+                             now_ms, self.local_host, self.local_port, self.stream, self.src)
         return self._outcome(pending, lambda: handler.handle(ctx, request.body))
 
     def resume(self, pending: Pending, work_result) -> bytes | Pending | None:

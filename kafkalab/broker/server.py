@@ -31,7 +31,7 @@ from .dispatch import CloseConnection, Connection, MemoryBudget, Pending
 log = logging.getLogger("kafkalab.broker")
 JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
 BACKLOG_PAUSE = 16 << 20    # bytes of queued frames at which reading from that client pauses
-TICK_SECONDS = 0.25         # how often the broker state hears the time (transaction timeouts)
+TICK_SECONDS = 0.1          # how often the broker state hears the time (group sessions, rebalances, transactions)
 OFFLOAD_WORKERS = 2         # threads for offloaded request work (see Server.workers)
 SWEEP_EVERY = 1.0           # seconds between looks for idle connections and requests that never finish
 
@@ -232,7 +232,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
                 finally:
                     self.server.budget.release(len(frame))
                 if isinstance(answer, Pending):
-                    self.waiting = asyncio.get_running_loop().create_task(self._finish(answer))
+                    # the append event as of now: one set before the task starts still wakes it
+                    self.waiting = asyncio.get_running_loop().create_task(self._finish(answer, self.server.appended))
                 elif answer is not None:
                     out.append(answer)
                     size += len(answer)
@@ -265,11 +266,11 @@ class ClientProtocol(asyncio.BufferedProtocol):
             for answer in out:
                 self.transport.write(answer)
 
-    async def _finish(self, pending: Pending) -> None:
+    async def _finish(self, pending: Pending, event: asyncio.Event) -> None:
         """Wait for an append (or the deadline) to complete a long poll, answer it, then carry on with the
         frames that arrived meanwhile."""
         try:
-            answer = await self._complete(pending)
+            answer = await self._complete(pending, event)
         except asyncio.CancelledError:
             return
         except Exception:  # noqa: BLE001
@@ -281,29 +282,31 @@ class ClientProtocol(asyncio.BufferedProtocol):
             self._write([answer])
         self._drain()
 
-    async def _complete(self, pending: Pending) -> bytes | None:
+    async def _complete(self, pending: Pending, event: asyncio.Event) -> bytes | None:
         """Offloaded work runs on the server's worker threads (the loop keeps serving other clients
-        meanwhile); what it leads to may be an answer, nothing (acks=0), or a long poll."""
+        meanwhile); what it leads to may be an answer, nothing (acks=0), or a long poll. ``event`` is the
+        append event as of the request's handling: one set since still wakes its long poll."""
         answer = pending
         while isinstance(answer, Pending):
             if answer.offload is not None:
                 result = await asyncio.get_running_loop().run_in_executor(self.server.workers, answer.offload.work)
+                event = self.server.appended
                 answer = self.conn.resume(answer, result)
             else:
-                answer = await self._wait(answer)
+                answer = await self._wait(answer, event)
         return answer
 
-    async def _wait(self, pending: Pending) -> bytes:
+    async def _wait(self, pending: Pending, event: asyncio.Event) -> bytes:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + pending.wait.max_wait_ms / 1000.0
         while True:
-            event = self.server.appended
             remaining = deadline - loop.time()
             if remaining > 0:
                 try:
                     await asyncio.wait_for(event.wait(), remaining)
                 except asyncio.TimeoutError:
                     pass
+            event = self.server.appended
             body = pending.wait.attempt(_now_ms(), loop.time() >= deadline)
             if body is not None:
                 return self.conn.respond(pending, body, time.time())

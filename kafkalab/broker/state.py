@@ -2,8 +2,8 @@
 who is listening for appends.
 
 Sans-IO: no sockets, no clocks, no asyncio (the adapter passes the time to :meth:`recover` and :meth:`tick`).
-The server adapter registers an append listener (to wake long polling fetches) and sets the advertised
-address once it is listening. Topic configs resolve through
+The server adapter registers an append listener (to wake long polls: fetches waiting for data, JoinGroup and
+SyncGroup waiting for their group) and sets the advertised address once it is listening. Topic configs resolve through
 :class:`~.configs.ConfigLayers` (topic override, dynamic broker, dynamic cluster default, static, default);
 the resolved values are cached per topic and the cache is dropped on every config or topic change.
 """
@@ -14,6 +14,7 @@ from typing import Callable, NamedTuple
 from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .fetch_sessions import FetchSessions
+from .groups import GroupCoordinator, GroupSettings
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 
@@ -44,14 +45,18 @@ class BrokerState:
             self._apply_segment_bytes(topic)
         self.transactions = TransactionCoordinator(self)
         self.fetch_sessions = FetchSessions()
+        settings = GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms)
+        self.groups = GroupCoordinator(self.store, settings, notify=self.appended)
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""
         self.transactions.recover(now_ms)
 
     def tick(self, now_ms: int) -> None:
-        """Time passes (the adapter calls it periodically): transactions past their timeout are aborted."""
+        """Time passes (the adapter calls it periodically): transactions past their timeout are aborted, group
+        members past their session timeout leave, rebalances past their timeout end."""
         self.transactions.expire(now_ms)
+        self.groups.tick(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------
 

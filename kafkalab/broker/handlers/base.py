@@ -32,6 +32,7 @@ class RequestContext:
     local_host: str = ""
     local_port: int = 0
     stream: int = 0
+    client_address: str = ""    # "ip:port" of the client (group members report it as their host)
 
 
 @dataclass
