@@ -242,6 +242,13 @@ def _cut(data, index, packets: np.ndarray, conn: Conn, side: int, frames: list) 
     packets, length = packets[keep], length[keep]
     if not len(packets):
         return True
+    if (length >= PREFIX).all() and (index.payload_head[packets] == length - PREFIX).all():
+        # each segment is one whole frame (the common case for small frames): no walk
+        starts = index.payload_start[packets]
+        offsets = np.cumsum(length) - length
+        frames.extend(zip(packets.tolist(), [conn] * len(packets), [side] * len(packets), offsets.tolist(),
+                          starts.tolist(), (starts + length).tolist()))
+        return True
     starts = index.payload_start[packets].tolist()
     lengths = length.tolist()
     ends = np.cumsum(length).tolist()                       # stream offset after each segment

@@ -62,6 +62,7 @@ class PacketIndex:
     flags: np.ndarray
     payload_start: np.ndarray    # offset in the file
     payload_length: np.ndarray
+    payload_head: np.ndarray     # the payload's first 4 bytes as a big-endian integer (-1: fewer than 4)
     records: Records
     others: np.ndarray           # 0-based record positions the general decoder must read
 
@@ -189,7 +190,7 @@ def packet_index(data) -> PacketIndex:
             release(data, int(records.start[-1]))
     records = _concat(windows)
     keep = _joined([part[0] for part in parts])
-    columns = [_joined([part[1][k] for part in parts]) for k in range(9)]
+    columns = [_joined([part[1][k] for part in parts]) for k in range(10)]
     fast = np.zeros(len(records.start), dtype=bool)
     fast[keep] = True
     return PacketIndex(keep + 1, records.ts_ns[keep], *columns, records=records, others=np.nonzero(~fast)[0])
@@ -208,7 +209,7 @@ def release(data, upto: int) -> None:
 
 def _index(data, records: Records, base: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """The TCP segments among ``records`` (numbered from ``base`` in the file): (their positions, [src, sport,
-    dst, dport, seq, ack, flags, payload start, payload length])."""
+    dst, dport, seq, ack, flags, payload start, payload length, payload head])."""
     u8 = np.frombuffer(data, dtype=np.uint8)
     start, stored = records.start, records.stored
     link_ip, link_ok = _link_layers(u8, records)
@@ -228,10 +229,13 @@ def _index(data, records: Records, base: int) -> tuple[np.ndarray, list[np.ndarr
     keep = np.nonzero(fast)[0]
     ip, tcp, total, header_length = ip[keep], tcp[keep], total[keep], header_length[keep]
     payload_start = tcp + header_length
+    payload_length = ip + total - payload_start
+    long_enough = payload_length >= 4
+    head = np.where(long_enough, _gather(u8, np.where(long_enough, payload_start, 0), 4), -1)
     return keep + base, [
         _gather(u8, ip + 12, 4), _gather(u8, tcp, 2), _gather(u8, ip + 16, 4), _gather(u8, tcp + 2, 2),
         _gather(u8, tcp + 4, 4), _gather(u8, tcp + 8, 4), _gather(u8, tcp + 13, 1) & 0x3F, payload_start,
-        ip + total - payload_start]
+        payload_length, head]
 
 
 def _link_layers(u8: np.ndarray, records: Records) -> tuple[np.ndarray, np.ndarray]:

@@ -58,6 +58,7 @@ def test_every_link_layer_and_format(link: str, fmt: str) -> None:
         return
     rows = _rows(index, data)
     assert [r[8] for r in rows if r[8]] == [PAYLOAD] and not len(index.others)
+    assert index.payload_head.tolist() == [int.from_bytes(r[8][:4], "big") if len(r[8]) >= 4 else -1 for r in rows]
     assert rows[0][1:3] == ("192.168.1.1", 5555) and rows[0][3:5] == ("192.168.1.2", 9092)
     assert [r[7] for r in rows[:2]] == [0x02, 0x12]
     assert index.ts_ns.tolist()[0] == 1_500_000_000 and index.ts_ns.tolist()[3] == 1_750_000_000
