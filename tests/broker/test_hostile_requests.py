@@ -73,3 +73,23 @@ def test_a_partition_whose_storage_fails_does_not_hide_the_others(tmp_path):
         assert [(r["index"], r["error_code"]) for r in results] == [(0, 56), (1, 0)]   # KAFKA_STORAGE_ERROR
         assert results[1]["base_offset"] == 1
         client.close()
+
+
+def test_a_partition_whose_fsync_fails_is_answered_storage_error(tmp_path):
+    """acks=-1 promises durability: a partition whose fsync fails (here: its segment became a FIFO, which
+    cannot be synced) says so; the request's other partition is answered as usual."""
+    with Broker(data_dir=tmp_path, topics={"two": 2}, max_open_segment_files=1) as broker:
+        client = RawClient(broker.bootstrap_servers)
+        batch = v2_batch(v2_records([b"x"]), 1)
+
+        def produce():
+            body = client.call("Produce", 9, {"acks": -1, "timeout_ms": 5000, "topic_data": [
+                {"name": "two", "partition_data": [{"index": p, "records": batch} for p in (0, 1)]}]})
+            return body["responses"][0]["partition_responses"]
+        produce()
+        segment = tmp_path / "two-0" / "00000000000000000000.log"
+        segment.unlink()
+        os.mkfifo(segment)
+        results = produce()
+        assert [(r["index"], r["error_code"]) for r in results] == [(0, 56), (1, 0)]
+        client.close()

@@ -60,6 +60,7 @@ def _check_jobs(ctx, body: dict) -> dict:
 def _answer(ctx, body: dict, verdicts: dict) -> dict | None:
     touched: dict[int, object] = {}
     responses = []
+    results: dict[tuple[str, int], dict] = {}
     acks = body.get("acks")
     for ti, topic_data in enumerate(body.get("topic_data", ())):
         topic = _topic(ctx, topic_data)
@@ -68,14 +69,27 @@ def _answer(ctx, body: dict, verdicts: dict) -> dict | None:
                       for pi, p in enumerate(topic_data.get("partition_data", ()))]
         responses.append({"name": topic_data.get("name", ""), "topic_id": topic_data.get("topic_id"),
                           "partition_responses": partitions})
+        if topic is not None:
+            results.update(((topic.name, r["index"]), r) for r in partitions)
     if touched:
         if acks == -1:
-            for partition in touched.values():
-                partition.log.flush()
+            _flush(touched.values(), results)
         ctx.state.appended()
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _flush(partitions, results: dict[tuple[str, int], dict]) -> None:
+    """fsync for acks=-1; a partition whose fsync fails is answered KAFKA_STORAGE_ERROR (its records are
+    written but not known durable), the others as they were."""
+    for partition in partitions:
+        try:
+            partition.log.flush()
+        except OSError as exc:
+            log.error("fsync of %s-%d failed: %s", partition.topic, partition.index, exc)
+            results[partition.topic, partition.index].update(error_code=KAFKA_STORAGE_ERROR, base_offset=-1,
+                                                             error_message="fsync failed")
 
 
 def _topic(ctx, topic_data: dict):
