@@ -124,15 +124,17 @@ def _literal(value: Any) -> str:
 # ---------------------------------------------------------------- one frame's view
 
 def frame_view(frame: Frame) -> dict[str, Any]:
-    """The JSON-able view of one frame: buffers (label, bytes) and the flattened tree."""
+    """The JSON-able view of one frame: buffers (label, bytes), the flattened tree, and ``partner``, the
+    frame number of its request or response (None when the data has no partner)."""
     buffers: list[dict[str, Any]] = [{"label": f"Frame {frame.frame} ({len(frame.raw)} bytes)",
                                       "data": bytes(frame.raw)}]
     nodes: list[dict[str, Any]] = []
     tree = frame.tree
     if tree is not None:
         _flatten(tree, 0, 0, -1, nodes, buffers)
+    partner = frame.response_frame if frame.kind == "request" else frame.request_frame
     return {"frame": int(frame.frame), "title": frame.summary, "diagnostics": list(frame.diagnostics),
-            "buffers": buffers, "nodes": nodes}
+            "partner": int(partner) if partner is not None else None, "buffers": buffers, "nodes": nodes}
 
 
 def _flatten(node: FieldNode, buffer: int, depth: int, parent: int, nodes: list, buffers: list) -> int:

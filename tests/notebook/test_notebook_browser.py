@@ -443,6 +443,10 @@ def test_a_100000_frame_capture_scrolls_to_its_last_frame(lab, big_capture) -> N
             page.press(".kl-goto", "Enter")
             page.wait_for_selector(f'.kl-row[data-frame="{middle}"].kl-selected', state="visible")
             page.wait_for_selector(f'.kl-title:has-text("#{middle}")')
+            partner = page.locator(".kl-partner").get_attribute("data-frame")     # request <-> response
+            page.click(".kl-partner")
+            page.wait_for_selector(f'.kl-row[data-frame="{partner}"].kl-selected', state="visible")
+            assert page.locator(".kl-partner").get_attribute("data-frame") == str(middle)
 
             started = time.monotonic()
             page.fill(".kl-filter", 'api_name == "Heartbeat" and latency_ms > 0.1')

@@ -271,3 +271,19 @@ def test_the_saved_outputs_pair_snapshot_and_live_view(explorer, monkeypatch) ->
     assert 'class="kl-snapshot"' in snapshot["text/html"] and snapshot["text/html"].count("<mark") == 2
     assert "application/vnd.jupyter.widget-view+json" not in snapshot
     assert "application/vnd.jupyter.widget-view+json" in live and "kl-snapshot" not in live["text/html"]
+
+
+def test_a_frame_knows_its_partner() -> None:
+    pytest.importorskip("anywidget")
+    from pathlib import Path
+
+    import kafkalab
+    from kafkalab.notebook import explore
+
+    cap = kafkalab.read_capture(Path(__file__).resolve().parents[2] / "captures" / "lossy.pcap")
+    request = next(f for f in cap if f.kind == "request" and f.response_frame is not None)
+    explorer = explore(cap)
+    explorer.go_to(request.frame)
+    assert explorer.view["partner"] == request.response_frame
+    explorer.go_to(request.response_frame)
+    assert explorer.view["partner"] == request.frame

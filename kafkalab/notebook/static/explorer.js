@@ -308,8 +308,11 @@ function render({ model, el }) {
     if (view.missing) {
       title.replaceChildren(h("span", { class: "kl-diag", text: `#${view.frame} is not available: ${view.missing}` }));
     } else {
+      const partner = view.partner == null ? null : h("button", { class: "kl-partner", "data-frame": String(view.partner),
+        text: view.partner > view.frame ? `response #${view.partner} →` : `← request #${view.partner}`,
+        title: "go to the other half of this exchange" });
       title.replaceChildren(h("span", { text: view.frame ? `#${view.frame} ${view.title || ""}` : "no frame selected" }),
-        ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
+        partner, ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
     }
     tree.replaceChildren();
     if (nodes().length) tree.append(drawNode(0));
@@ -334,6 +337,11 @@ function render({ model, el }) {
     }
     return box;
   }
+
+  title.addEventListener("click", (event) => {
+    const button = event.target.closest(".kl-partner");
+    if (button) model.send({ type: "goto", frame: Number(button.dataset.frame) });
+  });
 
   tree.addEventListener("click", (event) => {
     const label = event.target.closest(".kl-label");
