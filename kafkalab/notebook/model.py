@@ -13,6 +13,7 @@ deepest node of that buffer covering it, never descending into another buffer.
 """
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Callable, Iterable
 
@@ -181,6 +182,36 @@ def node_range(view: dict[str, Any], index: int) -> tuple[int, int, int]:
     """(buffer, start, end) of node ``index``."""
     node = view["nodes"][index]
     return node["b"], node["s"], node["e"]
+
+
+# ---------------------------------------------------------------- expert info
+
+_NUMBER = re.compile(r"\d+")
+SEVERE = ("malformed", "crc", "undecodable", "gap", "lost")
+
+
+def expert_info(table, known: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Every diagnostic of a frames table grouped like Wireshark's Expert Info: the message with its numbers
+    and its parenthesised detail folded (``trailing bytes: N after the body``), how often it occurs, the
+    first frames that carry it, and a severity. ``known`` (a previous result) is extended, so appended
+    frames cost only themselves."""
+    groups = {} if known is None else known
+    if not len(table) or "diagnostics" not in table.columns:
+        return groups
+    for number, notes in zip(table["frame"].to_numpy(), table["diagnostics"].to_numpy()):
+        if notes is None or not len(notes):
+            continue
+        for note in notes:
+            what = _NUMBER.sub("N", str(note).split(" (")[0])
+            group = groups.get(what)
+            if group is None:
+                severe = any(word in what.lower() for word in SEVERE)
+                group = groups[what] = {"what": what, "example": str(note), "count": 0, "frames": [],
+                                        "severity": "error" if severe else "warning"}
+            group["count"] += 1
+            if len(group["frames"]) < 5:
+                group["frames"].append(int(number))
+    return groups
 
 
 # ---------------------------------------------------------------- live following

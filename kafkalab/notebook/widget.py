@@ -49,6 +49,7 @@ class Explorer(anywidget.AnyWidget):
     selected_path = traitlets.Unicode("").tag(sync=True)
     field_filter = traitlets.Unicode("").tag(sync=True)  # the filter the selected field stands for, or ""
     notice = traitlets.Unicode("").tag(sync=True)        # what went wrong, said to the user
+    expert = traitlets.List(traitlets.Dict()).tag(sync=True)   # diagnostics grouped, most frequent first
     view = traitlets.Dict(default_value={}).tag(sync=True)
     following = traitlets.Bool(False).tag(sync=True)
     height = traitlets.Unicode("560px").tag(sync=True)
@@ -61,6 +62,8 @@ class Explorer(anywidget.AnyWidget):
         self._extra: dict[int, Frame] = {}
         self._listing = Listing(self._source.table())
         self._follower: model.Follower | None = None
+        self._expert = model.expert_info(self._listing.table)
+        self._publish_expert()
         self._apply_listing()
         self.on_msg(self._on_message)
         if len(self._listing):
@@ -101,8 +104,11 @@ class Explorer(anywidget.AnyWidget):
                 return
             for f in new:
                 self._extra[f.frame] = f
-            self._listing.append(frames_table(new))
+            addition = frames_table(new)
+            self._listing.append(addition)
+            model.expert_info(addition, self._expert)
             with self.hold_sync():
+                self._publish_expert()
                 self.row_total = len(self._listing.table)
                 self.match_total = len(self._listing)
                 if self._listing.sort:
@@ -132,6 +138,10 @@ class Explorer(anywidget.AnyWidget):
             return int(table["frame"].iat[-1]) if len(table) else 0
 
     # ------------------------------------------------------------ the frame list
+
+    def _publish_expert(self) -> None:
+        groups = sorted(self._expert.values(), key=lambda g: (g["severity"] != "error", -g["count"]))
+        self.expert = [dict(g, frames=list(g["frames"])) for g in groups]      # copies: a change is seen
 
     def _apply_listing(self) -> None:
         with self._lock:

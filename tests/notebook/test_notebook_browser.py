@@ -238,8 +238,16 @@ def test_explorer_in_jupyterlab(lab) -> None:
             assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_range)") == "(1, 13, 23)\n"
 
             # live mode: appended frames appear in the list
-            page.evaluate(RUN_IN_KERNEL, "import copy\nf = copy.copy(frames[0]); f.frame = 4\nex.append([f])")
+            page.evaluate(RUN_IN_KERNEL, "import copy\nf = copy.copy(frames[0]); f.frame = 4\n"
+                                         "f.diagnostics = ['trailing bytes: 2 after the body']\nex.append([f])")
             page.wait_for_selector('.kl-row[data-frame="4"]')
+
+            # Expert Info: the new frame's diagnostic, grouped and linked to its frame
+            page.wait_for_selector('.kl-expert-toggle:has-text("⚠ 1")')
+            page.click(".kl-expert-toggle")
+            assert "1 × trailing bytes: N after the body" in page.locator(".kl-expert-item").inner_text()
+            page.click('.kl-expert-frame[data-frame="4"]')
+            page.wait_for_selector('.kl-row[data-frame="4"].kl-selected')
             if os.environ.get("KAFKALAB_SCREENSHOT"):       # a picture for humans reviewing the layout
                 page.locator(".kl-explorer").screenshot(path=os.environ["KAFKALAB_SCREENSHOT"])
         finally:

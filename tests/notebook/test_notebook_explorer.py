@@ -287,3 +287,23 @@ def test_a_frame_knows_its_partner() -> None:
     assert explorer.view["partner"] == request.response_frame
     explorer.go_to(request.response_frame)
     assert explorer.view["partner"] == request.frame
+
+
+def test_expert_info_groups_every_diagnostic() -> None:
+    pytest.importorskip("anywidget")
+    from pathlib import Path
+
+    import kafkalab
+    from kafkalab.notebook import explore
+
+    cap = kafkalab.read_capture(Path(__file__).resolve().parents[2] / "captures" / "midstream.pcap")
+    explorer = explore(cap)
+    groups = {g["what"]: g for g in explorer.expert}
+    notes = [(f.frame, d) for f in cap for d in f.diagnostics]
+    assert sum(g["count"] for g in explorer.expert) == len(notes)
+    resync = groups["resynchronised: skipped N bytes to find a frame start"]
+    assert resync["frames"] == [n for n, d in notes if d.startswith("resynchronised")][:5]
+    frames = list(cap)
+    half = explore(frames[: len(frames) // 2])             # following adds the rest: counts grow incrementally
+    half.append(frames[len(frames) // 2:])
+    assert sorted((g["what"], g["count"]) for g in half.expert) == sorted((g["what"], g["count"]) for g in explorer.expert)

@@ -89,6 +89,8 @@ function render({ model, el }) {
   filter.value = model.get("filter_text");
   const applyField = h("button", { class: "kl-apply", text: "Apply as filter", title: "filter on the selected field" });
   const goto = h("input", { class: "kl-goto", type: "number", min: "1", placeholder: "go to #" });
+  const expertToggle = h("button", { class: "kl-expert-toggle", title: "Expert Info: every diagnostic, grouped" });
+  const expertPanel = h("div", { class: "kl-expert", style: "display:none" });
   const count = h("span", { class: "kl-count" });
   const live = h("span", { class: "kl-live", text: "● live" });
   const message = h("div", { class: "kl-message" });
@@ -104,8 +106,8 @@ function render({ model, el }) {
   const bytesPane = h("div", { class: "kl-bytes" }, tabs, hex);
   const vsplit = h("div", { class: "kl-vsplit", title: "drag to resize" });
   const root = h("div", { class: "kl-explorer" },
-    h("div", { class: "kl-toolbar" }, filter, applyField, goto, count, live),
-    message, list, split, title,
+    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, count, live),
+    message, expertPanel, list, split, title,
     h("div", { class: "kl-panes" }, tree, vsplit, bytesPane));
   el.append(root);
 
@@ -290,6 +292,24 @@ function render({ model, el }) {
     message.replaceChildren(...[error && h("div", { class: "kl-filter-error", text: error }),
       notice && h("div", { class: "kl-notice", text: notice })].filter(Boolean));
   }
+
+  // ---------------------------------------------------------------- expert info
+  function drawExpert() {
+    const groups = model.get("expert") || [];
+    const total = groups.reduce((sum, g) => sum + g.count, 0);
+    expertToggle.textContent = `⚠ ${total}`;
+    expertToggle.style.display = total ? "" : "none";
+    expertPanel.replaceChildren(...groups.map((g) => h("div", { class: `kl-expert-item kl-${g.severity}`, title: g.example },
+      h("span", { class: "kl-expert-count", text: `${g.count} × ` }), h("span", { text: g.what }),
+      ...g.frames.map((f) => h("span", { class: "kl-expert-frame", "data-frame": String(f), text: ` #${f}` })))));
+  }
+  expertToggle.addEventListener("click", () => {
+    expertPanel.style.display = expertPanel.style.display === "none" ? "" : "none";
+  });
+  expertPanel.addEventListener("click", (event) => {
+    const target = event.target.closest("[data-frame]");
+    if (target) model.send({ type: "goto", frame: Number(target.dataset.frame) });
+  });
 
   // ---------------------------------------------------------------- resizable split
   dragger(split, () => list.getBoundingClientRect().height, (start, dx, dy) => {
@@ -496,7 +516,7 @@ function render({ model, el }) {
 
   const onHeight = () => { root.style.height = model.get("height"); };
   const handlers = {
-    "msg:custom": onMessage,
+    "msg:custom": onMessage, "change:expert": drawExpert,
     "change:list_version": onVersion, "change:columns": onVersion, "change:sort": drawHead,
     "change:match_total": onTotal, "change:row_total": scheduleDraw, "change:following": scheduleDraw,
     "change:selected_frame": scheduleDraw, "change:selected_index": showSelectedRow, "change:view": onView,
@@ -506,6 +526,7 @@ function render({ model, el }) {
   for (const [event, handler] of Object.entries(handlers)) model.on(event, handler);
   onHeight();
   onFilterState();
+  drawExpert();
   onVersion();
   onView();
   root.dataset.ready = "1";
