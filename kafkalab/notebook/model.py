@@ -1,10 +1,11 @@
 """The explorer's Python half, free of widget libraries: sources, the frame list, views and selection.
 
 What it owns: turning whatever the user passes to ``explore()`` (a Frame, a list of Frames, a Capture with
-``cap[n]``, a Broker or Journal with ``.frame(n)``) into a frames table plus a lookup; filtering that table
-into the rows the frame list shows; flattening one frame's field tree into the JSON-able *view* the browser
-draws (nodes with their byte spans, one entry per coordinate space: the frame, then each inflated buffer);
-resolving a path or a clicked byte to a node. What it must not know: traitlets, anywidget, the DOM.
+``cap[n]``, a Broker or Journal with ``.frame(n)``) into a frames table plus a lookup and a cheap poll for
+new frames; flattening one frame's field tree into the JSON-able *view* the browser draws (nodes with their
+byte spans, one entry per coordinate space: the frame, then each inflated buffer); resolving a path or a
+clicked byte to a node; the filter a field stands for; Expert Info. The frame list itself (filter, sort,
+pages) is :mod:`.listing`. What it must not know: traitlets, anywidget, the DOM.
 
 Theory: every node of a view carries ``b``, the index of the buffer its ``s``/``e`` offsets refer to (0 for
 the frame). A node with ``x >= 0`` opens buffer ``x`` (inflated record data): its own span is in the parent's

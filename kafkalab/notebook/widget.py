@@ -1,14 +1,16 @@
 """The Explorer: Wireshark's three linked panes (frame list, field tree, bytes) as an anywidget.
 
-What it owns: the synced state (rows of the frame list, the filter text, the selected frame and field path,
-the view of the selected frame) and the Python API (``select``, ``select_byte``, ``append``, ``follow``).
-The browser half (``static/explorer.js``, ``static/explorer.css``, shipped in the package, no CDN) draws the
-panes and writes back ``selected_frame``/``selected_path``/``filter_text`` when the user clicks or types.
-All the logic that needs no widget library lives in :mod:`kafkalab.notebook.model`.
+What it owns: the synced state (the list's totals and version, the filter text and its error, the sort, the
+selected frame, its place in the list and field path, the view of the selected frame, notices, Expert Info)
+and the Python API (``select``, ``select_byte``, ``go_to``, ``rows_at``, ``append``, ``follow``). The
+browser half (``static/explorer.js``, ``static/explorer.css``, shipped in the package, no CDN) draws the
+panes, asks for the rows it is about to show (custom messages, a page at a time), and writes back
+``selected_frame``/``selected_path``/``filter_text``/``sort`` when the user clicks or types. The logic that
+needs no widget library lives in :mod:`.model` and :mod:`.listing`.
 
 Selection: ``selected_path`` is the public identity of a field (``topic_data[0].name``); the view's nodes
 carry their byte spans and the buffer they refer to, so either side can resolve a path to bytes or a byte to
-the deepest node. A saved notebook shows the static HTML snapshot carried in the mimebundle's ``text/html``.
+the deepest node. A saved notebook shows a static snapshot (see ``_ipython_display_``).
 """
 from __future__ import annotations
 
