@@ -145,7 +145,8 @@ function render({ model, el }) {
     const hidden = model.get("columns").filter((c) => !shown.includes(c));
     head.title = hidden.length ? `hidden to keep the summary in view: ${hidden.join(", ")} (widen to show)` : "";
     const sort = model.get("sort");
-    list.style.setProperty("--kl-columns", columns().map((c) => COLUMN_WIDTH[c] || "10ch").join(" "));
+    const width = (c) => (c === "summary" ? COLUMN_WIDTH.summary : `calc(${COLUMN_WIDTH[c] || "10ch"} + ${CELL_PAD_PX}px)`);
+    list.style.setProperty("--kl-columns", columns().map(width).join(" "));
     head.replaceChildren(...columns().map((c) => {
       const arrow = sort === c ? " ▲" : sort === `-${c}` ? " ▼" : "";
       const label = (c in COLUMN_HEAD ? COLUMN_HEAD[c] : c) + arrow;
@@ -332,7 +333,7 @@ function render({ model, el }) {
         text: view.partner > view.frame ? `response #${view.partner} →` : `← request #${view.partner}`,
         title: "go to the other half of this exchange" });
       title.replaceChildren(h("span", { text: view.frame ? `#${view.frame} ${view.title || ""}` : "no frame selected" }),
-        partner, ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
+        ...(partner ? [partner] : []), ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
     }
     tree.replaceChildren();
     if (nodes().length) tree.append(drawNode(0));
