@@ -247,6 +247,16 @@ class Explorer(anywidget.AnyWidget):
         return model.node_range(self.view, index) if index >= 0 else None
 
     @property
+    def selected_bytes(self) -> bytes | None:
+        """The selected field's bytes (from the inflated buffer when it lives there); None when nothing is
+        selected. ``selected_bytes.hex()`` is what the bytes pane's "Copy hex" puts on the clipboard."""
+        selected = self.selected_range
+        if selected is None:
+            return None
+        buffer, start, end = selected
+        return bytes(self.view["buffers"][buffer]["data"][start:end])
+
+    @property
     def selected_node(self):
         """The selected :class:`FieldNode` (None when nothing is selected)."""
         if not self.selected_frame or not self.selected_path:

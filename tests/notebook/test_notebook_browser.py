@@ -221,6 +221,9 @@ def test_explorer_in_jupyterlab(lab) -> None:
             assert "acks: -1" in page.locator(".kl-label.kl-selected").inner_text()
             assert selected_offsets(page) == [29, 30]
             assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_path)") == "acks\n"
+            page.click(".kl-copy")                                               # copy: the field's bytes as hex
+            assert page.locator(".kl-copy").get_attribute("data-copied") == "ffff"
+            assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_bytes.hex())") == "ffff\n"
 
             # Python drives the selection into the inflated record data: the hex pane switches buffers
             assert page.evaluate(RUN_IN_KERNEL, f"print(ex.select({KEY_PATH!r}))") == "(1, 5, 12)\n"

@@ -307,3 +307,11 @@ def test_expert_info_groups_every_diagnostic() -> None:
     half = explore(frames[: len(frames) // 2])             # following adds the rest: counts grow incrementally
     half.append(frames[len(frames) // 2:])
     assert sorted((g["what"], g["count"]) for g in half.expert) == sorted((g["what"], g["count"]) for g in explorer.expert)
+
+
+def test_selected_bytes_follow_the_buffer(explorer, demo) -> None:
+    assert explorer.selected_bytes is None
+    explorer.select(KEY_PATH, frame=2)
+    assert explorer.selected_bytes == b"order-1"                  # from the inflated buffer
+    explorer.select("acks")
+    assert explorer.selected_bytes == demo[1].raw[29:31] == b"\xff\xff"

@@ -103,7 +103,8 @@ function render({ model, el }) {
   const tree = h("div", { class: "kl-tree" });
   const tabs = h("div", { class: "kl-tabs" });
   const hex = h("div", { class: "kl-hex" });
-  const bytesPane = h("div", { class: "kl-bytes" }, tabs, hex);
+  const copy = h("button", { class: "kl-copy", text: "Copy hex", title: "copy the selected field's bytes (or the buffer) as hex" });
+  const bytesPane = h("div", { class: "kl-bytes" }, h("div", { class: "kl-bytebar" }, tabs, copy), hex);
   const vsplit = h("div", { class: "kl-vsplit", title: "drag to resize" });
   const root = h("div", { class: "kl-explorer" },
     h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, count, live),
@@ -398,6 +399,14 @@ function render({ model, el }) {
     state.windowStart = 0;
     drawTabs();
     drawHex();
+  });
+
+  copy.addEventListener("click", () => {
+    const bytes = state.bytes[state.buffer] || new Uint8Array(0);
+    const span = selectedSpan() || [0, bytes.length];
+    const text = Array.from(bytes.subarray(span[0], span[1]), hex2).join("");
+    copy.dataset.copied = text;
+    if (navigator.clipboard) navigator.clipboard.writeText(text).catch(() => {});
   });
 
   function selectedSpan() {
