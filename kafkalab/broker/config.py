@@ -47,3 +47,5 @@ class BrokerConfig:
     validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
     segment_bytes: int = 64 * 1024 * 1024
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    nodes: int = 1                             # cluster nodes in this process, one listener each
+    emulate: str | None = None                 # a Kafka release whose API ranges to serve ("2.8"), see personas

@@ -42,6 +42,7 @@ class Pending:
     correlation_id: int
     entry: Any             # the request's journal entry
     wait: Wait | None = None
+    plan: Any = None       # what the interception hook decided for this exchange (it alone reads it)
 
 
 class ReceiveBuffer:
@@ -97,8 +98,14 @@ class ReceiveBuffer:
 
 class Connection:
     def __init__(self, state, registry, journal, *, stream: int, src: str, dst: str, local_host: str = "",
-                 local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None) -> None:
+                 local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None, node_id: int = 0,
+                 intercept=None) -> None:
         self.clock = clock or (lambda: 0.0)     # wall-clock seconds, supplied by the I/O adapter
+        self.node_id = node_id                  # the cluster node whose listener accepted this connection
+        # The interception hook (the lab controls): ``before_handler(conn, pending, request)`` once a request
+        # is decoded, may raise CloseConnection or leave ``pending.plan``; for planned exchanges
+        # ``after_response(conn, pending, body, version, ts)`` returns the bytes to send or a parked response.
+        self.intercept = intercept
         self.state, self.registry, self.journal = state, registry, journal
         self.stream, self.src, self.dst = stream, src, dst
         self.local_host, self.local_port = local_host, local_port
@@ -138,6 +145,8 @@ class Connection:
         entry.client_id = request.client_id
         ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
                              now_ms, self.local_host, self.local_port, self.stream)
+        if self.intercept is not None:
+            self.intercept.before_handler(self, pending, request)
         try:
             result = handler.handle(ctx, request.body)
         except Exception:  # noqa: BLE001 - a handler bug answers this request, it does not stop the broker
@@ -150,11 +159,23 @@ class Connection:
             return pending
         return self.respond(pending, result, self.clock())
 
-    def respond(self, pending: Pending, body: dict, ts: float, api_version: int | None = None) -> bytes:
+    def respond(self, pending: Pending, body: dict, ts: float, api_version: int | None = None):
+        """The response frame, journaled; or, for an exchange the interception hook planned, what it returns
+        (bytes, or a parked response the adapter finishes later)."""
         version = pending.api_version if api_version is None else api_version
         body = fit_to_version(message_layout(message_spec(pending.api_key, "response", version), version), body)
-        raw = encode_response(pending.api_key, version, body, correlation_id=pending.correlation_id)
-        self.journal.response(pending.entry, ts, raw)
+        if pending.plan is not None:
+            return self.intercept.after_response(self, pending, body, version, ts)
+        return self.sent(pending, self.encode(pending, body, version), ts)
+
+    def encode(self, pending: Pending, body: dict, version: int) -> bytes:
+        return encode_response(pending.api_key, version, body, correlation_id=pending.correlation_id)
+
+    def sent(self, pending: Pending, raw: bytes, ts: float, notes: list[str] | None = None) -> bytes:
+        """Journal ``raw`` as the response to ``pending`` (with notes for its diagnostics) and return it."""
+        entry = self.journal.response(pending.entry, ts, raw)
+        if notes:
+            entry.notes = list(notes)
         return raw
 
     def _api_versions_fallback(self, api_version: int) -> dict:

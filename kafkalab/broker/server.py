@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 
+from .controls.intercept import Parked
 from .dispatch import CloseConnection, Connection, Pending
 
 log = logging.getLogger("kafkalab.broker")
@@ -42,9 +43,13 @@ def _endpoint(address) -> str:
 
 
 class Server:
-    def __init__(self, state, registry, journal, config) -> None:
+    """One asyncio server with a listener per cluster node (``config.nodes``); every connection knows which
+    node's listener accepted it. ``controls`` is the dispatcher's interception hook (the lab controls)."""
+
+    def __init__(self, state, registry, journal, config, controls=None) -> None:
         self.state, self.registry, self.journal, self.config = state, registry, journal, config
-        self._server: asyncio.base_events.Server | None = None
+        self.controls = controls
+        self._servers: list[asyncio.base_events.Server] = []
         self.clients: set[ClientProtocol] = set()
         self.appended: asyncio.Event | None = None
         self._streams = 0
@@ -55,11 +60,15 @@ class Server:
         loop = asyncio.get_running_loop()
         self.appended = asyncio.Event()
         self.state.append_listeners.append(self._on_append)
-        self._server = await loop.create_server(lambda: ClientProtocol(self), self.config.host, self.config.port,
-                                                backlog=1024)
-        sockname = self._server.sockets[0].getsockname()
-        self.address = (sockname[0], sockname[1])
-        log.info("broker %d listening on %s", self.state.node_id, _endpoint(sockname))
+        for i, node_id in enumerate(self.state.cluster.node_ids):
+            port = self.config.port + i if self.config.port else 0
+            server = await loop.create_server(lambda node=node_id: ClientProtocol(self, node), self.config.host,
+                                              port, backlog=1024)
+            self._servers.append(server)
+            sockname = server.sockets[0].getsockname()
+            self.state.cluster.endpoints[node_id] = (sockname[0], sockname[1])
+            log.info("broker %d listening on %s", node_id, _endpoint(sockname))
+        self.address = self.state.cluster.endpoints[self.state.node_id]
         self._tick()
         return self.address
 
@@ -83,14 +92,14 @@ class Server:
     async def close(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         waits = [c.abort() for c in list(self.clients)]
         waits = [w for w in waits if w is not None]
         if waits:
             await asyncio.gather(*waits, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         if self._on_append in self.state.append_listeners:
             self.state.append_listeners.remove(self._on_append)
 
@@ -98,8 +107,8 @@ class Server:
 class ClientProtocol(asyncio.BufferedProtocol):
     """One client connection: bytes in through the receive buffer, frames handled in order, answers out."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    def __init__(self, server: Server, node_id: int) -> None:
+        self.server, self.node_id = server, node_id
         self.transport: asyncio.Transport | None = None
         self.conn: Connection | None = None
         self.backlog: deque[bytes] = deque()     # frames received behind a long poll
@@ -116,7 +125,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self.conn = Connection(server.state, server.registry, server.journal, stream=server.next_stream(),
                                src=_endpoint(peer), dst=_endpoint(local), local_host=local[0] if local else "",
                                local_port=local[1] if local else 0,
-                               max_request_size=server.config.max_request_size, clock=time.time)
+                               max_request_size=server.config.max_request_size, clock=time.time,
+                               node_id=self.node_id, intercept=server.controls)
         server.clients.add(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -161,7 +171,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
                 frame = self.backlog.popleft()
                 self.backlog_bytes -= len(frame)
                 answer = self.conn.handle(frame, time.time(), _now_ms())
-                if isinstance(answer, Pending):
+                if isinstance(answer, (Pending, Parked)):
                     self.waiting = asyncio.get_running_loop().create_task(self._finish(answer))
                 elif answer is not None:
                     out.append(answer)
@@ -194,12 +204,18 @@ class ClientProtocol(asyncio.BufferedProtocol):
             for answer in out:
                 self.transport.write(answer)
 
-    async def _finish(self, pending: Pending) -> None:
-        """Wait for an append (or the deadline) to complete a long poll, answer it, then carry on with the
-        frames that arrived meanwhile."""
+    async def _finish(self, answer: Pending | Parked) -> None:
+        """Wait for an append (or the deadline) to complete a long poll, or for a parked response's delay or
+        hold, answer it, then carry on with the frames that arrived meanwhile."""
         try:
-            answer = await self._wait(pending)
+            if isinstance(answer, Pending):
+                answer = await self._wait(answer)
+            if isinstance(answer, Parked):
+                answer = await self._unpark(answer)
         except asyncio.CancelledError:
+            return
+        except CloseConnection as exc:
+            self._close(f"closing connection {self.conn.stream} from {self.conn.src}: {exc}")
             return
         except Exception:  # noqa: BLE001
             log.exception("connection %d from %s failed", self.conn.stream, self.conn.src)
@@ -209,7 +225,17 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self._write([answer])
         self._drain()
 
-    async def _wait(self, pending: Pending) -> bytes:
+    async def _unpark(self, parked: Parked) -> bytes:
+        """A delayed response after its delay; a held one once the notebook releases or drops it."""
+        if parked.hold is not None:
+            loop, decided = asyncio.get_running_loop(), asyncio.Event()
+            parked.hold.on_decided(lambda: loop.call_soon_threadsafe(decided.set))
+            await decided.wait()
+        else:
+            await asyncio.sleep(parked.delay)
+        return parked.finish(time.time())
+
+    async def _wait(self, pending: Pending) -> bytes | Parked:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + pending.wait.max_wait_ms / 1000.0
         while True:

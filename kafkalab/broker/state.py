@@ -13,6 +13,7 @@ from typing import Callable, NamedTuple
 
 from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
+from .controls.cluster import Cluster
 from .fetch_sessions import FetchSessions
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
@@ -32,6 +33,7 @@ class BrokerState:
         self.config = config
         self.store = Store(config.data_dir, config.segment_bytes)
         self.node_id = config.node_id
+        self.cluster = Cluster(list(range(config.node_id, config.node_id + max(1, config.nodes))))
         self.cluster_id = config.cluster_id
         self.advertised_host = config.host
         self.advertised_port = config.port
@@ -85,6 +87,15 @@ class BrokerState:
         self.store.set_broker_configs(scope, configs)
         self.configs.dynamic[scope] = dict(configs)
         self._configs_changed()
+
+    def brokers(self, local_host: str = "", local_port: int = 0) -> list[tuple[int, str, int]]:
+        """Every node as (node id, host, port). A single node answers with the address the client connected
+        to (it may have come through a port forward); a cluster lists each node's own listener."""
+        host = local_host or self.advertised_host
+        if self.cluster.size == 1:
+            return [(self.node_id, host, local_port or self.advertised_port)]
+        return [(node, host, self.cluster.endpoint(node, (host, self.advertised_port))[1])
+                for node in self.cluster.node_ids]
 
     def set_listener(self, host: str, port: int) -> None:
         self.advertised_host, self.advertised_port = host, port

@@ -1,4 +1,4 @@
-"""FindCoordinator (10), v0-v6: this broker coordinates every group and transactional id.
+"""FindCoordinator (10), v0-v6: the first node coordinates every group and transactional id.
 
 v0-v3 ask for one key; v4+ for a list (``coordinator_keys``, KIP-699) answered one entry each.
 """
@@ -9,8 +9,7 @@ from .base import Handler
 
 def handle(ctx, body: dict) -> dict:
     state = ctx.state
-    host = ctx.local_host or state.advertised_host
-    port = ctx.local_port or state.advertised_port
+    host, port = next((h, p) for node, h, p in state.brokers(ctx.local_host, ctx.local_port) if node == state.node_id)
     if ctx.api_version >= 4:
         return {"throttle_time_ms": 0, "coordinators": [
             {"key": key, "node_id": state.node_id, "host": host, "port": port, "error_code": 0, "error_message": None}
