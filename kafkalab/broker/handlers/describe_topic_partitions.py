@@ -58,7 +58,8 @@ def _describe(ctx, topic, partitions) -> dict:
             "is_internal": topic.name in INTERNAL_TOPICS,
             "topic_authorized_operations": TOPIC_OPERATIONS, "partitions": [
                 {"error_code": NONE, "partition_index": p.index, "leader_id": leader, "leader_epoch": epoch,
-                 "replica_nodes": cluster.node_ids, "isr_nodes": cluster.node_ids, "eligible_leader_replicas": [],
+                 "replica_nodes": cluster.replicas(topic.name, p.index),
+                 "isr_nodes": cluster.replicas(topic.name, p.index), "eligible_leader_replicas": [],
                  "last_known_elr": [], "offline_replicas": []}
                 for p in partitions for leader, epoch in [cluster.leader(topic.name, p.index)]]}
 

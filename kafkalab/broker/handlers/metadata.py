@@ -57,8 +57,9 @@ def _describe(ctx, topic) -> dict:
     partitions = []
     for p in topic.partitions:
         leader, epoch = cluster.leader(topic.name, p.index)
+        replicas = cluster.replicas(topic.name, p.index)
         partitions.append({"error_code": NONE, "partition_index": p.index, "leader_id": leader, "leader_epoch": epoch,
-                           "replica_nodes": cluster.node_ids, "isr_nodes": cluster.node_ids, "offline_replicas": []})
+                           "replica_nodes": replicas, "isr_nodes": replicas, "offline_replicas": []})
     return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in INTERNAL_TOPICS,
             "partitions": partitions, "topic_authorized_operations": -2147483648}
