@@ -38,6 +38,8 @@ def test_hold_shows_request_and_response_then_release_with_an_edited_body(broker
     partition = hold.response["responses"][0]["partition_responses"][0]
     assert partition["error_code"] == 0 and partition["base_offset"] == 0
     edited = copy.deepcopy(hold.response)
+    with pytest.raises(ValueError, match="does not encode"):
+        hold.release({"responses": "not a list"})                # refused; the exchange stays held
     edited["responses"][0]["partition_responses"][0]["base_offset"] = 4242
     time.sleep(0.3)
     hold.release(edited)

@@ -285,12 +285,15 @@ def test_08_faults_and_personas():
                            .error_code],
         "second": second.offset, "stored": held.response["responses"][0]["partition_responses"][0]["base_offset"],
         "notes": [d for ds in broker.frames.diagnostics for d in ds],
+        "timeline": error_timeline(broker)[["api_name", "category", "detail"]].values.tolist(),
         "personas": personas.to_dict("records"),
         "acked": acked, "moved_to": list(moved_to),
         "cluster_errors": [int(e) for e in cf[(cf.api_name == "Produce") & (cf.kind == "response")].error_code],
         "running": broker.running or cluster.running}""")
     assert values["fired"] == ["fault injected: NOT_LEADER_OR_FOLLOWER"]          # story 1
     assert values["first"] == 0 and values["produce_errors"][:2] == [6, 0]      # refused once, then appended
+    assert ["Produce", "diagnostic", "fault injected: NOT_LEADER_OR_FOLLOWER"] in values["timeline"]
+    assert ["Produce", "error", "NOT_LEADER_OR_FOLLOWER"] in values["timeline"]
     assert (values["second"], values["stored"]) == (4242, 1)                    # story 2: the edited answer
     assert any(n.endswith("response edited") for n in values["notes"])
     personas = {row["persona"]: row for row in values["personas"]}              # story 3

@@ -26,6 +26,7 @@ class Hold:
         self.api_version: int | None = None
         self.decision: str | None = None
         self.edited: dict | None = None
+        self._encode: Callable[[dict], bytes] | None = None     # the exchange's response encoder
         self._caught = threading.Event()
         self._lock = threading.Lock()
         self._callback: Callable[[], None] | None = None
@@ -43,7 +44,13 @@ class Hold:
         return self._caught.is_set()
 
     def release(self, body: dict | None = None) -> None:
-        """Send the response: as the broker built it, or ``body`` (an edited copy of ``.response``)."""
+        """Send the response: as the broker built it, or ``body`` (an edited copy of ``.response``). An edited
+        body that does not encode in the exchange's version is refused here (ValueError), and stays held."""
+        if body is not None and self._encode is not None:
+            try:
+                self._encode(body)
+            except Exception as exc:  # noqa: BLE001 - the codec's complaint, handed to the notebook
+                raise ValueError(f"the edited response does not encode as v{self.api_version}: {exc}") from None
         self._decide(RELEASE, body)
 
     def drop(self) -> None:
@@ -68,8 +75,9 @@ class Hold:
             return False
         return self.topic is None or any(t == self.topic for t, _ in partitions)
 
-    def catch(self, request_frame: Any, response: dict, api_version: int) -> None:
-        self.request, self.response, self.api_version = request_frame, response, api_version
+    def catch(self, request_frame: Any, response: dict, api_version: int,
+              encode: Callable[[dict], bytes] | None = None) -> None:
+        self.request, self.response, self.api_version, self._encode = request_frame, response, api_version, encode
         self._caught.set()
 
     def on_decided(self, callback: Callable[[], None]) -> None:

@@ -145,7 +145,8 @@ class LabControls:
 
     def _park_for_hold(self, conn, pending, body: dict, version: int, plan: Plan, ts: float) -> Parked:
         hold = plan.hold
-        hold.catch(conn.journal.frame(pending.entry.number), body, version)
+        hold.catch(conn.journal.frame(pending.entry.number), body, version,
+                   lambda edited: conn.encode(pending, edited, version))
 
         def finish(sent_ts: float) -> bytes:
             held = f"held {sent_ts - ts:.1f} s"
