@@ -1,5 +1,5 @@
 """The broker's shared state, as handlers see it: config, storage, producer ids, the transaction coordinator,
-who is listening for appends.
+share groups, the cluster's nodes and leaders, who is listening for appends.
 
 Sans-IO: no sockets, no clocks, no asyncio (the adapter passes the time to :meth:`recover` and :meth:`tick`).
 The server adapter registers an append listener (to wake long polling fetches) and sets the advertised
@@ -15,6 +15,7 @@ from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .controls.cluster import Cluster
 from .fetch_sessions import FetchSessions
+from .share import ShareGroups
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 
@@ -46,6 +47,7 @@ class BrokerState:
             self._apply_segment_bytes(topic)
         self.transactions = TransactionCoordinator(self)
         self.fetch_sessions = FetchSessions()
+        self.share_groups = ShareGroups()
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""
@@ -54,6 +56,7 @@ class BrokerState:
     def tick(self, now_ms: int) -> None:
         """Time passes (the adapter calls it periodically): transactions past their timeout are aborted."""
         self.transactions.expire(now_ms)
+        self.share_groups.expire(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------
 

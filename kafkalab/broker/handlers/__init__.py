@@ -13,7 +13,9 @@ from . import (add_offsets_to_txn, add_partitions_to_txn, alter_configs, alter_p
                describe_transactions, elect_leaders, end_txn, fetch, find_coordinator, get_telemetry_subscriptions,
                incremental_alter_configs, init_producer_id, list_offsets, list_partition_reassignments,
                list_transactions, metadata, offset_commit, offset_fetch, offset_for_leader_epoch, produce,
-               push_telemetry, txn_offset_commit, update_features, write_txn_markers)
+               push_telemetry, share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat,
+               txn_offset_commit, update_features, write_txn_markers, describe_share_group_offsets,
+               alter_share_group_offsets, delete_share_group_offsets)
 from .base import Handler, RequestContext, Wait
 
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, find_coordinator, api_versions,
@@ -22,7 +24,9 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, 
            describe_cluster, get_telemetry_subscriptions, push_telemetry, describe_topic_partitions,
            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, describe_transactions,
            list_transactions, describe_producers, write_txn_markers, elect_leaders, alter_partition_reassignments,
-           list_partition_reassignments, describe_quorum, update_features)
+           list_partition_reassignments, describe_quorum, update_features, share_group_heartbeat,
+           share_group_describe, share_fetch, share_acknowledge, describe_share_group_offsets,
+           alter_share_group_offsets, delete_share_group_offsets)
 
 
 def build_registry(modules=MODULES) -> dict[int, Handler]:
