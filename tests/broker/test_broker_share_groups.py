@@ -102,7 +102,11 @@ def test_lock_expiry_and_leaving_release_records_and_offsets_reset_when_empty(br
                                                           "rack_id": None, "subscribed_topic_names": None})
     assert left["member_epoch"] == -1
     state = broker.state.share_groups.group("q").partitions[("jobs", 0)]
-    assert state.delivery_state(0) == ("available", 2)          # released when the member left
+    assert state.delivery_state(0) == ("acquired", 2)           # its session still holds them
+    closed = client.call(ApiKey.SHARE_ACKNOWLEDGE, 1, {"group_id": "q", "member_id": member,
+                                                        "share_session_epoch": -1, "topics": []})
+    assert closed["error_code"] == 0
+    assert state.delivery_state(0) == ("available", 2)          # released when the session closed
     moved = client.call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": "q", "topics": [
         {"topic_name": "jobs", "partitions": [{"partition_index": 0, "start_offset": 4}]}]})
     assert moved["error_code"] == 0 and moved["responses"][0]["partitions"][0]["error_code"] == 0

@@ -2,8 +2,8 @@
 
 Each acknowledgement batch covers first..last offset with one type for all or one per offset (0 gap,
 1 accept, 2 release, 3 reject); see :mod:`.share_fetch` for the same batches piggybacked on ShareFetch.
-The member must be in the group (UNKNOWN_MEMBER_ID) with a share session (SHARE_SESSION_NOT_FOUND); epoch -1
-closes the session after applying the batches.
+The member must have a share session (SHARE_SESSION_NOT_FOUND; UNKNOWN_MEMBER_ID for a stranger), which may
+outlive its group membership; epoch -1 closes the session after applying the batches.
 """
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ def handle(ctx, body: dict) -> dict:
     member = body.get("member_id")
     answer = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
               "acquisition_lock_timeout_ms": LOCK_MS, "responses": [], "node_endpoints": []}
-    if group is None or member not in group.members:
+    if group is None or not group.knows(member):
         return {**answer, "error_code": ErrorCode.UNKNOWN_MEMBER_ID}
     if member not in group.sessions:
         return {**answer, "error_code": ErrorCode.SHARE_SESSION_NOT_FOUND}
     codes = acknowledge(ctx, group, member, body.get("topics", ()))
     if body.get("share_session_epoch") == CLOSE:
-        group.sessions.pop(member, None)
+        group.close_session(member)
     by_topic: dict = {}
     for (topic_id, index), code in codes.items():
         by_topic.setdefault(topic_id, []).append({"partition_index": index, "error_code": int(code),

@@ -21,15 +21,15 @@ DEFAULT_MAX_RECORDS, FETCH_BYTES = 500, 1 << 20
 def handle(ctx, body: dict) -> dict | Wait:
     group = ctx.state.share_groups.group(body.get("group_id"))
     member = body.get("member_id")
-    if group is None or member not in group.members:
-        return _top(ErrorCode.UNKNOWN_MEMBER_ID)
     epoch = body.get("share_session_epoch", OPEN)
+    if group is None or not group.knows(member) or (epoch == OPEN and member not in group.members):
+        return _top(ErrorCode.UNKNOWN_MEMBER_ID)
     if epoch > OPEN and member not in group.sessions:
         return _top(ErrorCode.SHARE_SESSION_NOT_FOUND)
     acks = acknowledge(ctx, group, member, body.get("topics", ()))
     named = {(t.get("topic_id"), p["partition_index"]) for t in body.get("topics", ()) for p in t.get("partitions", ())}
     if epoch == CLOSE:
-        group.sessions.pop(member, None)
+        group.close_session(member)
         return _answer(ctx, {k: _partition(k[1], ack=code) for k, code in acks.items()})
     if epoch == OPEN:
         group.sessions[member] = set()

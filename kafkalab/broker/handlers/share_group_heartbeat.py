@@ -4,7 +4,7 @@ A member joins with epoch 0 (v1: the client makes its member id; v0: the broker 
 the topics it subscribes to, and gets the group epoch and every partition of the group's subscribed topics
 (share groups may give one partition to several members). Later heartbeats carry its epoch (a stale one is
 FENCED_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID) and a null subscription means "unchanged"; epoch -1
-leaves, releasing the records the member held.
+leaves (the member's share session, closed by its last ShareFetch or ShareAcknowledge, releases what it held).
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Assignment is the simple one share groups allow: every member gets every partiti
 subscribes to (members of a share group may share partitions; the delivery state keeps each record with one
 member at a time). The group epoch rises on every membership or subscription change; members adopt it on
 their next heartbeat. A share session (per member) remembers the partitions its ShareFetches named, so
-incremental fetches (epoch > 0) may name none.
+incremental fetches (epoch > 0) may name none; it outlives the member's group membership until it is closed
+(epoch -1), which releases what the member still holds.
 """
 from __future__ import annotations
 
@@ -50,8 +51,16 @@ class ShareGroup:
         return found
 
     def leave(self, member_id: str) -> None:
+        """The member leaves the group; its share session (and what it holds) lives on until closed, so the
+        acknowledgements a closing consumer sends after its last heartbeat still count."""
         if self.members.pop(member_id, None) is not None:
             self.epoch += 1
+
+    def knows(self, member_id: str) -> bool:
+        return member_id in self.members or member_id in self.sessions
+
+    def close_session(self, member_id: str) -> None:
+        """The session ends: the records the member still holds become available again."""
         self.sessions.pop(member_id, None)
         for state in self.partitions.values():
             state.release_member(member_id)
