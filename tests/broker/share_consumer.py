@@ -2,15 +2,31 @@
 the one real client that speaks share groups."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import os
 import time
 
 import confluent_kafka
+from kafka import KafkaProducer
+
+from kafkalab.broker import Broker
+from kafkalab.broker.share import ACCEPT, REJECT, RELEASE  # noqa: F401 - the types acknowledge() takes
 
 vp, cp = ctypes.c_void_p, ctypes.c_char_p
-ACCEPT, RELEASE, REJECT = 1, 2, 3
+
+
+@contextlib.contextmanager
+def broker_with_jobs(count: int):
+    """A broker whose one-partition topic "jobs" holds job-0 .. job-(count-1)."""
+    with Broker(topics={"jobs": 1}) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=10000)
+        for i in range(count):
+            producer.send("jobs", b"job-%d" % i, partition=0)
+        producer.flush(20)
+        producer.close()
+        yield broker
 
 
 class Message(ctypes.Structure):

@@ -5,22 +5,15 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kafka import KafkaProducer
+from share_consumer import broker_with_jobs
 
-from kafkalab.broker import Broker
+from kafkalab.broker.share import ACCEPT, REJECT, RELEASE
 from kafkalab.protocol import ApiKey, ErrorCode
-
-ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 
 @pytest.fixture
 def broker():
-    with Broker(topics={"jobs": 1}) as b:
-        producer = KafkaProducer(bootstrap_servers=b.bootstrap_servers, request_timeout_ms=10000)
-        for i in range(6):
-            producer.send("jobs", b"job-%d" % i, partition=0)
-        producer.flush(20)
-        producer.close()
+    with broker_with_jobs(6) as b:
         yield b
 
 

@@ -3,21 +3,14 @@ with a real client, implicit and explicit acknowledgement, redelivery of release
 from __future__ import annotations
 
 import pytest
-from kafka import KafkaProducer
-from share_consumer import ACCEPT, REJECT, RELEASE, ShareConsumer
+from share_consumer import ACCEPT, REJECT, RELEASE, ShareConsumer, broker_with_jobs
 
-from kafkalab.broker import Broker
 from kafkalab.protocol import ApiKey
 
 
 @pytest.fixture
 def broker():
-    with Broker(topics={"jobs": 1}) as b:
-        producer = KafkaProducer(bootstrap_servers=b.bootstrap_servers, request_timeout_ms=10000)
-        for i in range(5):
-            producer.send("jobs", b"job-%d" % i, partition=0)
-        producer.flush(20)
-        producer.close()
+    with broker_with_jobs(5) as b:
         yield b
 
 
