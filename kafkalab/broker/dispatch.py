@@ -3,7 +3,9 @@
 Owns: the receive buffer the I/O adapter reads into (:class:`ReceiveBuffer`: large reads straight into one
 growable bytearray, cut into frames with the max request size checked before anything is buffered for a frame),
 reading the request header, choosing the handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions the broker
-does not implement), encoding responses with the project's codec and writing both directions to the journal.
+does not implement), encoding responses with the project's codec and writing both directions to the journal,
+and the one interception hook (``Connection.intercept``) where the lab controls act: before the handler and
+after the response body is built.
 Must not know: sockets, asyncio, clocks (the adapter passes ``ts``/``now_ms`` and a ``clock``). Anything that makes the
 connection unusable (garbage, a truncated or oversized frame, an unknown API key, a body that does not
 decode) raises :class:`CloseConnection` with a reason for the log; other connections never notice.

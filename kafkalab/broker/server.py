@@ -5,7 +5,8 @@ The only module of the broker that imports asyncio and reads clocks. Each client
 :class:`~.dispatch.ReceiveBuffer`, every frame a read completes is handled at once, and the answers of one read
 go out in one write. Kafka answers a connection's requests in order, so a Fetch that has to wait for data (a
 :class:`~.handlers.Wait`) parks the connection: frames behind it queue until an append (or the deadline)
-finishes it. Backpressure: when the transport's write buffer is full (a client that does not read its answers),
+finishes it; a response the lab controls park (a delay, a held exchange) parks the connection the same way.
+Backpressure: when the transport's write buffer is full (a client that does not read its answers),
 that connection stops handling frames and stops reading until the buffer drains; a backlog of frames queued
 behind a long poll beyond 16 MiB pauses reading too. :class:`LoopThread` owns a private event loop on a daemon thread, so
 brokers start the same way from a script, a test or a running Jupyter kernel (whose loop is never touched).
