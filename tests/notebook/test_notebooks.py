@@ -289,7 +289,8 @@ def test_08_faults_and_personas():
         "personas": personas.to_dict("records"),
         "acked": acked, "moved_to": list(moved_to),
         "cluster_errors": [int(e) for e in cf[(cf.api_name == "Produce") & (cf.kind == "response")].error_code],
-        "running": broker.running or cluster.running}""")
+        "deliveries": deliveries,
+        "running": broker.running or cluster.running or queue.running}""")
     assert values["fired"] == ["fault injected: NOT_LEADER_OR_FOLLOWER"]          # story 1
     assert values["first"] == 0 and values["produce_errors"][:2] == [6, 0]      # refused once, then appended
     assert ["Produce", "diagnostic", "fault injected: NOT_LEADER_OR_FOLLOWER"] in values["timeline"]
@@ -303,5 +304,8 @@ def test_08_faults_and_personas():
     assert first_try > 0 and retry == 0                                         # KIP-511 fallback to v0
     assert values["acked"] == list(range(10)) and values["moved_to"][1] == 1    # story 4: nothing lost
     assert 6 in values["cluster_errors"] and values["cluster_errors"][-1] == 0
+    assert [(d["member"], d["value"], d["delivery_count"]) for d in values["deliveries"]] == [   # story 5
+        ("alice", "job-0", 1), ("alice", "job-1", 1), ("bob", "job-2", 1), ("bob", "job-3", 1),
+        ("bob", "job-1", 2)]
     assert values["running"] is False
     assert elapsed < TIME_LIMIT
