@@ -161,3 +161,18 @@ def test_cluster_survives_leader_changes_with_no_acknowledged_record_lost(client
                 broker.move_leader("t", 0)          # the consumer follows a leader change too
         consumer.close()
         assert acked <= got
+
+
+def test_hold_drop_of_a_real_producers_request_is_retried_on_a_new_connection(broker):
+    hold = broker.hold(api="Produce")
+    producer = _producer(broker)
+    future = producer.send("t", b"dropped-once", partition=0)
+    hold.wait(TIMEOUT)
+    hold.drop()
+    meta = future.get(TIMEOUT)                       # kafka-python reconnects and sends the batch again
+    producer.close()
+    requests = [f for f in broker.journal if f.api_key == ApiKey.PRODUCE and f.kind == "request"]
+    assert len(requests) == 2 and requests[0].stream != requests[1].stream
+    assert any("dropped" in d for d in requests[0].diagnostics) and requests[0].response_frame is None
+    # the dropped attempt had been appended; kafka-python's idempotent retry is recognised as a duplicate
+    assert meta.offset == 0 and broker.state.store.topic("t").partitions[0].log.next_offset == 1

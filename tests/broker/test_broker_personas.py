@@ -74,6 +74,17 @@ def test_librdkafka_negotiates_within_the_persona_and_round_trips(release, librd
     assert produce == min(table[ApiKey.PRODUCE][1], librdkafka_produce_version)
 
 
+def test_librdkafka_produces_to_every_persona_within_its_ranges(librdkafka_produce_version):
+    for release, table in releases().items():
+        with Broker(emulate=release, topics={"t": 1}) as broker:
+            _produce_one(broker)
+            used = {(f.api_key, f.api_version) for f in broker.journal if f.kind == "request"}
+        outside = {(k, v) for k, v in used if k != ApiKey.API_VERSIONS and not table[k][0] <= v <= table[k][1]}
+        assert not outside, (release, sorted(outside))
+        produce = max(v for k, v in used if k == ApiKey.PRODUCE)
+        assert produce == min(table[ApiKey.PRODUCE][1], librdkafka_produce_version), release
+
+
 def test_persona_advertises_only_what_the_release_had_and_refuses_newer_versions():
     with Broker(emulate="2.0") as broker:
         client = RawClient(broker.bootstrap_servers)
