@@ -176,3 +176,17 @@ def test_hold_drop_of_a_real_producers_request_is_retried_on_a_new_connection(br
     assert any("dropped" in d for d in requests[0].diagnostics) and requests[0].response_frame is None
     # the dropped attempt had been appended; kafka-python's idempotent retry is recognised as a duplicate
     assert meta.offset == 0 and broker.state.store.topic("t").partitions[0].log.next_offset == 1
+
+
+def test_hold_skips_produce_requests_that_get_no_answer(broker):
+    hold = broker.hold(api="Produce")
+    quiet = _producer(broker, acks=0)
+    quiet.send("t", b"fire-and-forget", partition=0)
+    quiet.flush(TIMEOUT)
+    quiet.close()
+    assert not hold.caught                           # acks=0 has no response to hold: the next one is caught
+    producer = _producer(broker)
+    future = producer.send("t", b"answered", partition=0)
+    hold.wait(TIMEOUT).release()
+    assert future.get(TIMEOUT).offset == 1
+    producer.close()

@@ -75,7 +75,8 @@ class LabControls:
             _note(pending.entry, rule.describe())
             plan.notes.append(rule.describe())
             self._apply(rule, plan, named)
-        hold = next((h for h in self.holds if h.matches(api_key, named)), None)
+        answered = not (api_key == ApiKey.PRODUCE and body.get("acks") == 0)   # acks=0: nothing to hold
+        hold = next((h for h in self.holds if h.matches(api_key, named)), None) if answered else None
         if hold is not None:
             self.holds.remove(hold)
             plan.hold = hold
