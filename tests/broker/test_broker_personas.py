@@ -15,7 +15,7 @@ from kafkalab.protocol import ApiKey, ErrorCode
 
 TIMEOUT = 20
 # Releases whose new versions are all in APIs kafkalab serves; for 2.5, 2.6 and 3.2-3.4 the versions that tell
-# them apart are in APIs it does not serve (group and ACL APIs), so kafka-python sees an older release.
+# them apart are in APIs it does not serve yet (group and ACL APIs), so kafka-python may see an older release.
 DISTINCT = {"0.10.0", "0.10.1", "0.10.2", "0.11", "1.0", "1.1", "2.0", "2.1", "2.2", "2.3", "2.4", "2.7", "2.8",
             "3.0", "3.1", "3.5", "3.6", "3.7", "3.8", "3.9", "4.0", "4.1", "4.2", "4.3"}
 
@@ -33,7 +33,7 @@ def test_kafka_python_infers_each_emulated_release():
                 inferred[release] = ".".join(map(str, admin._manager.broker_version))
             finally:
                 admin.close()
-    assert {r for r, seen in inferred.items() if seen == r} == DISTINCT
+    assert {r for r, seen in inferred.items() if seen == r} >= DISTINCT   # more once the broker serves more APIs
     assert all(_version(seen) <= _version(r) for r, seen in inferred.items()), inferred
 
 
