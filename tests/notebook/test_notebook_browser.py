@@ -397,16 +397,16 @@ ex"""
 
 @pytest.fixture(scope="module")
 def big_capture(lab) -> int:
-    """A 100,000-frame capture (bench/capture_gen.py's chatty traffic) in the lab's folder."""
+    """A capture of about 100,000 frames (bench/capture_gen.py's chatty traffic) in the lab's folder; how many."""
     frames = int(os.environ.get("KAFKALAB_BIG_FRAMES", "100000"))
     sys.path.insert(0, str(REPO / "bench"))
     try:
         from capture_gen import write_chatty
     finally:
         sys.path.remove(str(REPO / "bench"))
-    write_chatty(LAB_ROOT[lab] / "big.pcap", frames=frames)
+    made = write_chatty(LAB_ROOT[lab] / "big.pcap", target_bytes=frames * 560)    # about 560 bytes a frame
     write_notebook(LAB_ROOT[lab] / "big.ipynb", BIG_CODE)
-    return frames
+    return made["frames"]
 
 
 def test_a_100000_frame_capture_scrolls_to_its_last_frame(lab, big_capture) -> None:
