@@ -18,19 +18,29 @@ def _topic(text: str) -> tuple[str, int | None]:
     return name, int(count) if count else None
 
 
+def _user(text: str) -> tuple[str, str]:
+    name, sep, password = text.partition(":")
+    if not sep or not name or not password:
+        raise argparse.ArgumentTypeError("expected NAME:PASSWORD, e.g. alice:alice-secret")
+    return name, password
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
     from .runtime import Broker
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     broker = Broker(host=args.host, port=args.port, data_dir=args.data_dir, node_id=args.node_id,
-                    topics=dict(args.topic or []), default_partitions=args.partitions)
+                    topics=dict(args.topic or []), default_partitions=args.partitions, sasl_port=args.sasl_port,
+                    users=dict(args.user or []))
     try:
         broker.start()
     except OSError as exc:
         print(f"kafkalab: {_listen_problem(exc, args.host, args.port)}", file=sys.stderr)
         return EXIT_USAGE
     print(f"kafkalab broker listening on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
+    if args.sasl_port is not None:
+        print(f"SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) on {broker.sasl_bootstrap_servers}", flush=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -62,6 +72,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--topic", metavar="NAME:PARTITIONS", type=_topic, action="append",
                         help="create a topic at start (repeatable)")
     parser.add_argument("--partitions", type=int, default=1, help="partitions of auto-created topics")
+    parser.add_argument("--sasl-port", type=int, metavar="PORT",
+                        help="also listen for SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) on PORT (0 picks one)")
+    parser.add_argument("--user", metavar="NAME:PASSWORD", type=_user, action="append",
+                        help="a SASL user (repeatable); only salted SCRAM credentials are kept")
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--write-pcap", metavar="FILE", help="on exit, write the frame journal as a pcap file")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")

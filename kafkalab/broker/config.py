@@ -47,3 +47,4 @@ class BrokerConfig:
     validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
     segment_bytes: int = 64 * 1024 * 1024
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    sasl_port: int | None = None               # a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) on this port

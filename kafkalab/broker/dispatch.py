@@ -21,6 +21,7 @@ from kafkalab.protocol.schema.registry import api_spec, message_spec
 
 from .handlers import RequestContext, Wait
 from .handlers.api_versions import advertised
+from .security import SaslFailure
 
 log = logging.getLogger("kafkalab.broker")
 
@@ -97,12 +98,19 @@ class ReceiveBuffer:
 
 class Connection:
     def __init__(self, state, registry, journal, *, stream: int, src: str, dst: str, local_host: str = "",
-                 local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None) -> None:
+                 local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None,
+                 session=None) -> None:
         self.clock = clock or (lambda: 0.0)     # wall-clock seconds, supplied by the I/O adapter
         self.state, self.registry, self.journal = state, registry, journal
         self.stream, self.src, self.dst = stream, src, dst
         self.local_host, self.local_port = local_host, local_port
         self.buffer = ReceiveBuffer(max_request_size)
+        self.session = session                  # security.SaslSession: None on a listener with no security
+
+    @property
+    def closing(self) -> str | None:
+        """Why the connection must close once its last answer is sent (a failed SASL exchange), or None."""
+        return self.session.failure if self.session is not None else None
 
     def feed(self, data: bytes) -> list[bytes]:
         """Frames completed by ``data`` (for adapters that receive bytes objects rather than into ``buffer``)."""
@@ -119,6 +127,10 @@ class Connection:
 
     def handle(self, frame: bytes, ts: float, now_ms: int) -> bytes | Pending | None:
         """The response frame, a Pending to finish later, or None (no response, e.g. acks=0)."""
+        if self.session is not None and not self.session.authenticated:
+            unframed = self.security_gate(frame)
+            if unframed is not None:
+                return unframed
         if len(frame) < 12:
             raise CloseConnection(f"frame of {len(frame)} bytes is too short for a request header")
         api_key, api_version, correlation_id = _HEADER.unpack_from(frame, 4)
@@ -137,7 +149,7 @@ class Connection:
             raise CloseConnection(f"undecodable {handler_name(api_key)} v{api_version} request: {exc}") from None
         entry.client_id = request.client_id
         ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
-                             now_ms, self.local_host, self.local_port, self.stream)
+                             now_ms, self.local_host, self.local_port, self.stream, self.session)
         try:
             result = handler.handle(ctx, request.body)
         except Exception:  # noqa: BLE001 - a handler bug answers this request, it does not stop the broker
@@ -149,6 +161,22 @@ class Connection:
             pending.wait = result
             return pending
         return self.respond(pending, result, self.clock())
+
+    def security_gate(self, frame: bytes) -> bytes | None:
+        """The security hook, for a connection not yet authenticated: after SaslHandshake v0 the SASL tokens
+        come as bare size-prefixed frames (KIP-43) and are answered the same way; any other request must be one
+        of ApiVersions, SaslHandshake, SaslAuthenticate, or the connection closes (as Kafka does)."""
+        session = self.session
+        if session.unframed:
+            try:
+                token = session.authenticate(frame[4:])
+            except SaslFailure as exc:
+                raise CloseConnection(f"SASL authentication failed: {exc}") from None
+            return _SIZE.pack(len(token)) + token
+        api_key = int.from_bytes(frame[4:6], "big", signed=True) if len(frame) >= 6 else None
+        if api_key is not None and not session.admits(api_key):
+            raise CloseConnection(f"{handler_name(api_key)} request before SASL authentication")
+        return None
 
     def respond(self, pending: Pending, body: dict, ts: float, api_version: int | None = None) -> bytes:
         version = pending.api_version if api_version is None else api_version

@@ -41,12 +41,14 @@ class Broker:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, data_dir: str | None = None, node_id: int = 1,
                  cluster_id: str = DEFAULT_CLUSTER_ID, journal_size: int = 10_000,
                  max_request_size: int = DEFAULT_MAX_REQUEST_SIZE, auto_create_topics: bool = True,
-                 default_partitions: int = 1, topics: dict | Iterable | None = None, **options) -> None:
+                 default_partitions: int = 1, topics: dict | Iterable | None = None,
+                 users: dict[str, str] | None = None, **options) -> None:
         self.config = BrokerConfig(host=host, port=port, data_dir=None if data_dir is None else str(data_dir),
                                    node_id=node_id, cluster_id=cluster_id, journal_size=journal_size,
                                    max_request_size=max_request_size, auto_create_topics=auto_create_topics,
                                    default_partitions=default_partitions, **options)
         self._initial_topics = parse_topics(topics)
+        self._initial_users = dict(users or {})     # salted into SCRAM credentials at start, then forgotten
         self.journal_ring = Journal(journal_size, self.config.journal_bytes)
         self.state: BrokerState | None = None
         self._loop = None
@@ -65,6 +67,9 @@ class Broker:
         for name, count in self._initial_topics.items():
             if name not in self.state.store.topics:
                 self.state.create_topic(name, count)
+        for user, password in self._initial_users.items():
+            self.state.users.set_password(user, password)
+        self._initial_users.clear()
         self._loop = LoopThread(f"kafkalab-broker-{self.config.node_id}")
         self._server = Server(self.state, REGISTRY, self.journal_ring, self.config)
         try:
@@ -104,6 +109,36 @@ class Broker:
             raise RuntimeError("the broker is not started")
         host, port = self.address
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT listener's address (``Broker(sasl_port=0)`` picks a free port)."""
+        if self._server is None or "SASL_PLAINTEXT" not in self._server.listeners:
+            raise RuntimeError("the broker has no SASL listener: start it with sasl_port=")
+        host, port = self._server.listeners["SASL_PLAINTEXT"]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    # --- users (SCRAM credentials; PLAIN is checked against them) ---------------------------------------------
+
+    def set_user(self, name: str, password: str) -> None:
+        """Create or change a user: SCRAM-SHA-256 and SCRAM-SHA-512 credentials, salted; no password kept."""
+        if self.state is None:
+            self._initial_users[name] = password
+            return
+        self._on_loop(self.state.users.set_password, name, password)
+
+    def delete_user(self, name: str) -> None:
+        if self.state is None:
+            self._initial_users.pop(name, None)
+            return
+        self._on_loop(lambda: [self.state.users.delete(name, m) for m in list(self.state.users.mechanisms(name))])
+
+    @property
+    def users(self) -> dict[str, dict[str, int]]:
+        """{user: {mechanism: iterations}}, as DescribeUserScramCredentials shows them."""
+        if self.state is None:
+            return {}
+        return self._on_loop(lambda: {u: self.state.users.mechanisms(u) for u in self.state.users.names()})
 
     @property
     def port(self) -> int:

@@ -23,6 +23,7 @@ import time
 from collections import deque
 
 from .dispatch import CloseConnection, Connection, Pending
+from .security import SaslSession
 
 log = logging.getLogger("kafkalab.broker")
 JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
@@ -44,24 +45,34 @@ def _endpoint(address) -> str:
 class Server:
     def __init__(self, state, registry, journal, config) -> None:
         self.state, self.registry, self.journal, self.config = state, registry, journal, config
-        self._server: asyncio.base_events.Server | None = None
         self.clients: set[ClientProtocol] = set()
         self.appended: asyncio.Event | None = None
         self._streams = 0
         self.address: tuple[str, int] = ("", 0)
+        self.listeners: dict[str, tuple[str, int]] = {}    # security protocol -> bound address
+        self._servers: list[asyncio.base_events.Server] = []
         self._ticker: asyncio.TimerHandle | None = None
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
         self.appended = asyncio.Event()
         self.state.append_listeners.append(self._on_append)
-        self._server = await loop.create_server(lambda: ClientProtocol(self), self.config.host, self.config.port,
-                                                backlog=1024)
-        sockname = self._server.sockets[0].getsockname()
-        self.address = (sockname[0], sockname[1])
-        log.info("broker %d listening on %s", self.state.node_id, _endpoint(sockname))
+        self.address = await self._listen("PLAINTEXT", self.config.port)
+        if self.config.sasl_port is not None:
+            await self._listen("SASL_PLAINTEXT", self.config.sasl_port)
         self._tick()
         return self.address
+
+    async def _listen(self, protocol: str, port: int) -> tuple[str, int]:
+        """Open one listener; connections on it speak ``protocol`` (PLAINTEXT, SASL_PLAINTEXT)."""
+        loop = asyncio.get_running_loop()
+        sasl = protocol.startswith("SASL_")
+        server = await loop.create_server(lambda: ClientProtocol(self, sasl), self.config.host, port, backlog=1024)
+        self._servers.append(server)
+        sockname = server.sockets[0].getsockname()
+        self.listeners[protocol] = (sockname[0], sockname[1])
+        log.info("broker %d listening on %s (%s)", self.state.node_id, _endpoint(sockname), protocol)
+        return self.listeners[protocol]
 
     def _tick(self) -> None:
         try:
@@ -83,14 +94,14 @@ class Server:
     async def close(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         waits = [c.abort() for c in list(self.clients)]
         waits = [w for w in waits if w is not None]
         if waits:
             await asyncio.gather(*waits, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         if self._on_append in self.state.append_listeners:
             self.state.append_listeners.remove(self._on_append)
 
@@ -98,8 +109,8 @@ class Server:
 class ClientProtocol(asyncio.BufferedProtocol):
     """One client connection: bytes in through the receive buffer, frames handled in order, answers out."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    def __init__(self, server: Server, sasl: bool = False) -> None:
+        self.server, self.sasl = server, sasl
         self.transport: asyncio.Transport | None = None
         self.conn: Connection | None = None
         self.backlog: deque[bytes] = deque()     # frames received behind a long poll
@@ -116,7 +127,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self.conn = Connection(server.state, server.registry, server.journal, stream=server.next_stream(),
                                src=_endpoint(peer), dst=_endpoint(local), local_host=local[0] if local else "",
                                local_port=local[1] if local else 0,
-                               max_request_size=server.config.max_request_size, clock=time.time)
+                               max_request_size=server.config.max_request_size, clock=time.time,
+                               session=SaslSession(server.state.users) if self.sasl else None)
         server.clients.add(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -166,6 +178,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
                 elif answer is not None:
                     out.append(answer)
                     size += len(answer)
+                    if self.conn.closing:
+                        raise CloseConnection(self.conn.closing)
                     if size >= JOIN_BELOW:
                         self._write(out)
                         out, size = [], 0

@@ -14,6 +14,7 @@ from typing import Callable, NamedTuple
 from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .fetch_sessions import FetchSessions
+from .security import ScramUsers
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 
@@ -44,6 +45,7 @@ class BrokerState:
             self._apply_segment_bytes(topic)
         self.transactions = TransactionCoordinator(self)
         self.fetch_sessions = FetchSessions()
+        self.users = ScramUsers()             # SCRAM credentials (SASL listeners, *UserScramCredentials)
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""

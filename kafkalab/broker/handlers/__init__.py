@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from kafkalab.protocol import api_spec
 
-from . import (add_offsets_to_txn, add_partitions_to_txn, alter_configs, api_versions, create_partitions,
+from . import (add_offsets_to_txn, add_partitions_to_txn, alter_configs, alter_user_scram_credentials, api_versions, create_partitions,
                create_topics, delete_records, delete_topics, describe_cluster, describe_configs, describe_log_dirs,
-               describe_producers, describe_topic_partitions, describe_transactions, end_txn, fetch,
+               describe_producers, describe_topic_partitions, describe_transactions, describe_user_scram_credentials,
+               end_txn, fetch,
                find_coordinator, get_telemetry_subscriptions, incremental_alter_configs, init_producer_id,
                list_offsets, list_transactions, metadata, offset_commit, offset_fetch, offset_for_leader_epoch,
-               produce, push_telemetry, txn_offset_commit, write_txn_markers)
+               produce, push_telemetry, sasl_authenticate, sasl_handshake, txn_offset_commit, write_txn_markers)
 from .base import Handler, RequestContext, Wait
 
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, find_coordinator, api_versions,
@@ -20,7 +21,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, 
            describe_configs, alter_configs, describe_log_dirs, create_partitions, incremental_alter_configs,
            describe_cluster, get_telemetry_subscriptions, push_telemetry, describe_topic_partitions,
            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, describe_transactions,
-           list_transactions, describe_producers, write_txn_markers)
+           list_transactions, describe_producers, write_txn_markers, sasl_handshake, sasl_authenticate,
+           describe_user_scram_credentials, alter_user_scram_credentials)
 
 
 def build_registry(modules=MODULES) -> dict[int, Handler]:

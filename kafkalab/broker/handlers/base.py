@@ -32,6 +32,7 @@ class RequestContext:
     local_host: str = ""
     local_port: int = 0
     stream: int = 0
+    session: Any = None         # the connection's security.SaslSession (principal, SASL exchange)
 
 
 @dataclass
