@@ -32,15 +32,20 @@ def cmd_broker(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     broker = Broker(host=args.host, port=args.port, data_dir=args.data_dir, node_id=args.node_id,
                     topics=dict(args.topic or []), default_partitions=args.partitions, sasl_port=args.sasl_port,
-                    users=dict(args.user or []))
+                    ssl_port=args.ssl_port, sasl_ssl_port=args.sasl_ssl_port, tls_cert=args.tls_cert,
+                    tls_key=args.tls_key, users=dict(args.user or []))
     try:
         broker.start()
     except OSError as exc:
         print(f"kafkalab: {_listen_problem(exc, args.host, args.port)}", file=sys.stderr)
         return EXIT_USAGE
     print(f"kafkalab broker listening on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
-    if args.sasl_port is not None:
-        print(f"SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) on {broker.sasl_bootstrap_servers}", flush=True)
+    for protocol in ("SASL_PLAINTEXT", "SSL", "SASL_SSL"):
+        if protocol in broker.config.listener_ports():
+            sasl = " (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)" if protocol.startswith("SASL") else ""
+            print(f"{protocol}{sasl} on {broker.listener(protocol)}", flush=True)
+    if broker.config.ssl_port is not None or broker.config.sasl_ssl_port is not None:
+        print(f"TLS clients trust the CA file {broker.ca_file}", flush=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -76,6 +81,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="also listen for SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) on PORT (0 picks one)")
     parser.add_argument("--user", metavar="NAME:PASSWORD", type=_user, action="append",
                         help="a SASL user (repeatable); only salted SCRAM credentials are kept")
+    parser.add_argument("--ssl-port", type=int, metavar="PORT", help="also listen for SSL (TLS) on PORT")
+    parser.add_argument("--sasl-ssl-port", type=int, metavar="PORT", help="also listen for SASL_SSL on PORT")
+    parser.add_argument("--tls-cert", metavar="PEM", help="certificate for the TLS listeners (default: self-signed)")
+    parser.add_argument("--tls-key", metavar="PEM", help="private key of --tls-cert (if not in the same file)")
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--write-pcap", metavar="FILE", help="on exit, write the frame journal as a pcap file")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")

@@ -48,3 +48,13 @@ class BrokerConfig:
     segment_bytes: int = 64 * 1024 * 1024
     topic_defaults: dict[str, str] = field(default_factory=dict)
     sasl_port: int | None = None               # a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) on this port
+    ssl_port: int | None = None                # an SSL listener (TLS, no SASL)
+    sasl_ssl_port: int | None = None           # a SASL_SSL listener
+    tls_cert: str | None = None                # PEM certificate for the TLS listeners; None: self-signed at start
+    tls_key: str | None = None
+
+    def listener_ports(self) -> dict[str, int]:
+        """{security protocol: port} of every listener asked for, PLAINTEXT first."""
+        asked = {"PLAINTEXT": self.port, "SASL_PLAINTEXT": self.sasl_port, "SSL": self.ssl_port,
+                 "SASL_SSL": self.sasl_ssl_port}
+        return {protocol: port for protocol, port in asked.items() if port is not None}

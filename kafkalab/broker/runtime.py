@@ -53,6 +53,7 @@ class Broker:
         self.state: BrokerState | None = None
         self._loop = None
         self._server = None
+        self._tls = None
         self.address: tuple[str, int] | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------------------
@@ -71,16 +72,26 @@ class Broker:
             self.state.users.set_password(user, password)
         self._initial_users.clear()
         self._loop = LoopThread(f"kafkalab-broker-{self.config.node_id}")
-        self._server = Server(self.state, REGISTRY, self.journal_ring, self.config)
         try:
+            self._tls = self._tls_files()
+            self._server = Server(self.state, REGISTRY, self.journal_ring, self.config, self._tls)
             self.address = self._loop.run(self._server.start())
         except BaseException:
             self._loop.stop()
             self._loop = None
             self.state.close()
+            if self._tls is not None:
+                self._tls.cleanup()
             raise
         self.state.set_listener(*self.address)
         return self
+
+    def _tls_files(self):
+        config = self.config
+        if config.ssl_port is None and config.sasl_ssl_port is None:
+            return None
+        from .tls import TlsFiles
+        return TlsFiles(config.tls_cert, config.tls_key, config.data_dir, config.host)
 
     def stop(self) -> None:
         if self._loop is None:
@@ -91,6 +102,8 @@ class Broker:
             self._loop.stop()
             self._loop = None
             self.state.close()
+            if self._tls is not None:
+                self._tls.cleanup()
             log.info("broker %d stopped", self.config.node_id)
 
     def __enter__(self) -> Broker:
@@ -110,13 +123,24 @@ class Broker:
         host, port = self.address
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
+    def listener(self, protocol: str) -> str:
+        """The bootstrap address of the listener for a security protocol: PLAINTEXT, SASL_PLAINTEXT, SSL or
+        SASL_SSL (started with ``port``, ``sasl_port``, ``ssl_port``, ``sasl_ssl_port``; 0 picks a free port)."""
+        if self._server is None or protocol not in self._server.listeners:
+            raise RuntimeError(f"the broker has no {protocol} listener (see Broker's *_port arguments)")
+        host, port = self._server.listeners[protocol]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
     @property
     def sasl_bootstrap_servers(self) -> str:
-        """The SASL_PLAINTEXT listener's address (``Broker(sasl_port=0)`` picks a free port)."""
-        if self._server is None or "SASL_PLAINTEXT" not in self._server.listeners:
-            raise RuntimeError("the broker has no SASL listener: start it with sasl_port=")
-        host, port = self._server.listeners["SASL_PLAINTEXT"]
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return self.listener("SASL_PLAINTEXT")
+
+    @property
+    def ca_file(self) -> str:
+        """The PEM file clients of the SSL/SASL_SSL listeners trust (the self-signed certificate itself)."""
+        if self._tls is None:
+            raise RuntimeError("the broker has no TLS listener: start it with ssl_port= or sasl_ssl_port=")
+        return self._tls.certfile
 
     # --- users (SCRAM credentials; PLAIN is checked against them) ---------------------------------------------
 

@@ -43,8 +43,9 @@ def _endpoint(address) -> str:
 
 
 class Server:
-    def __init__(self, state, registry, journal, config) -> None:
+    def __init__(self, state, registry, journal, config, tls=None) -> None:
         self.state, self.registry, self.journal, self.config = state, registry, journal, config
+        self.tls = tls                           # tls.TlsFiles for the SSL and SASL_SSL listeners
         self.clients: set[ClientProtocol] = set()
         self.appended: asyncio.Event | None = None
         self._streams = 0
@@ -57,17 +58,19 @@ class Server:
         loop = asyncio.get_running_loop()
         self.appended = asyncio.Event()
         self.state.append_listeners.append(self._on_append)
-        self.address = await self._listen("PLAINTEXT", self.config.port)
-        if self.config.sasl_port is not None:
-            await self._listen("SASL_PLAINTEXT", self.config.sasl_port)
+        for protocol, port in self.config.listener_ports().items():
+            await self._listen(protocol, port)
+        self.address = self.listeners["PLAINTEXT"]
         self._tick()
         return self.address
 
     async def _listen(self, protocol: str, port: int) -> tuple[str, int]:
-        """Open one listener; connections on it speak ``protocol`` (PLAINTEXT, SASL_PLAINTEXT)."""
+        """Open one listener; connections on it speak ``protocol`` (PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL)."""
         loop = asyncio.get_running_loop()
         sasl = protocol.startswith("SASL_")
-        server = await loop.create_server(lambda: ClientProtocol(self, sasl), self.config.host, port, backlog=1024)
+        tls = self.tls.server_context() if protocol.endswith("SSL") else None
+        server = await loop.create_server(lambda: ClientProtocol(self, sasl), self.config.host, port, backlog=1024,
+                                          ssl=tls)
         self._servers.append(server)
         sockname = server.sockets[0].getsockname()
         self.listeners[protocol] = (sockname[0], sockname[1])
