@@ -52,6 +52,8 @@ class BrokerConfig:
     sasl_ssl_port: int | None = None           # a SASL_SSL listener
     tls_cert: str | None = None                # PEM certificate for the TLS listeners; None: self-signed at start
     tls_key: str | None = None
+    super_users: tuple[str, ...] = ()          # principals ("User:admin") every ACL check allows
+    allow_everyone_if_no_acl_found: bool = True   # allow.everyone.if.no.acl.found: a resource no ACL names is open
 
     def listener_ports(self) -> dict[str, int]:
         """{security protocol: port} of every listener asked for, PLAINTEXT first."""

@@ -131,7 +131,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
                                src=_endpoint(peer), dst=_endpoint(local), local_host=local[0] if local else "",
                                local_port=local[1] if local else 0,
                                max_request_size=server.config.max_request_size, clock=time.time,
-                               session=SaslSession(server.state.users) if self.sasl else None)
+                               session=SaslSession(server.state.users, required=self.sasl,
+                                                   host=peer[0] if peer else "*"))
         server.clients.add(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:

@@ -15,6 +15,7 @@ from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .fetch_sessions import FetchSessions
 from .security import ScramUsers
+from .security.authorizer import Authorizer
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 
@@ -46,6 +47,7 @@ class BrokerState:
         self.transactions = TransactionCoordinator(self)
         self.fetch_sessions = FetchSessions()
         self.users = ScramUsers()             # SCRAM credentials (SASL listeners, *UserScramCredentials)
+        self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..security.authorizer import CLUSTER_NAME, OP, RESOURCE, WILDCARD
+from ..security.sasl import ANONYMOUS
+
 UNSUPPORTED_VERSION = 35
 
 
@@ -32,7 +35,23 @@ class RequestContext:
     local_host: str = ""
     local_port: int = 0
     stream: int = 0
-    session: Any = None         # the connection's security.SaslSession (principal, SASL exchange)
+    session: Any = None         # the connection's security.SaslSession (principal, client host, SASL exchange)
+
+    def allowed(self, operation: str, resource_type: str, name: str = CLUSTER_NAME) -> bool:
+        """May this connection's principal do ``operation`` ("READ", "WRITE"...) on the resource
+        (``resource_type`` "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")? The one authorization call."""
+        principal, host = self._who()
+        return self.state.authorizer.allowed(principal, host, OP[operation], RESOURCE[resource_type], name)
+
+    def authorized_operations(self, resource_type: str, name: str = CLUSTER_NAME) -> int:
+        """The authorized-operations bit field for Metadata, DescribeGroups and DescribeCluster."""
+        principal, host = self._who()
+        return self.state.authorizer.authorized_operations(principal, host, RESOURCE[resource_type], name)
+
+    def _who(self) -> tuple[str, str]:
+        if self.session is None:
+            return ANONYMOUS, WILDCARD
+        return self.session.principal or ANONYMOUS, self.session.host
 
 
 @dataclass

@@ -14,6 +14,8 @@ from collections import Counter
 
 from ..config import topic_name_problem
 from ..configs import TOPIC_CONFIGS
+from kafkalab.protocol import ErrorCode
+
 from .base import Handler
 
 NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS = 0, 17, 36, 37
@@ -31,6 +33,8 @@ def _problem(ctx, t: dict, duplicated: bool) -> tuple[int, str] | None:
     name = t["name"]
     if duplicated:
         return INVALID_REQUEST, f"Create topics request from client contains a duplicate topic name: {name}"
+    if not (ctx.allowed("CREATE", "CLUSTER") or ctx.allowed("CREATE", "TOPIC", name)):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
     problem = topic_name_problem(name)
     if problem:
         return INVALID_TOPIC_EXCEPTION, problem

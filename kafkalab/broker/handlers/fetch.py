@@ -64,6 +64,10 @@ def _build(ctx, targets, body: dict, by_id: bool) -> tuple[list, int, bool]:
     total, errors, results = 0, False, []
     for key, p in targets:
         topic = store.by_id.get(key[0]) if by_id else store.topic(key[0])
+        if topic is not None and not ctx.allowed("READ", "TOPIC", topic.name):
+            results.append((key, _result(p["partition"], ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+            errors = True
+            continue
         result, size = _partition(topic, p, by_id, budget - total, total == 0, committed_only)
         total += size
         errors = errors or result["error_code"] != ErrorCode.NONE

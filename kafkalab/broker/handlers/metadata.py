@@ -3,12 +3,19 @@
 Topics asked for by name that do not exist are created when both the broker (``auto_create_topics``) and,
 from v4, the request (``allow_auto_topic_creation``) allow it. v10+ may ask by topic id; v0 with an empty
 list and v1+ with a null list mean "all topics". The coordinators' own topics are listed as internal.
+
+Authorization (KafkaApis' rules): "all topics" lists only those the principal may DESCRIBE; a topic asked by
+name without DESCRIBE, or to be created without CREATE (on the cluster or the topic), is
+TOPIC_AUTHORIZATION_FAILED. v8+ may ask for the authorized-operations bit fields (cluster ones up to v10).
 """
 from __future__ import annotations
 
 import uuid
 
+from kafkalab.protocol import ErrorCode
+
 from ..config import INTERNAL_TOPICS, topic_name_problem
+from ..security.authorizer import OMITTED_OPERATIONS
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID = 0, 3, 17, 100
@@ -19,15 +26,21 @@ def handle(ctx, body: dict) -> dict:
     state = ctx.state
     requested = body.get("topics")
     if requested is None or (ctx.api_version == 0 and not requested):
-        topics = [_describe(ctx, t) for t in state.store.topics.values()]
+        topics = [_describe(ctx, t) for t in state.store.topics.values() if ctx.allowed("DESCRIBE", "TOPIC", t.name)]
     else:
         allow = body.get("allow_auto_topic_creation", True) and state.config.auto_create_topics
         topics = [_lookup(ctx, item, allow) for item in requested]
+    if body.get("include_topic_authorized_operations"):
+        for t in topics:
+            if t["error_code"] == NONE:
+                t["topic_authorized_operations"] = ctx.authorized_operations("TOPIC", t["name"])
+    cluster_operations = (ctx.authorized_operations("CLUSTER") if body.get("include_cluster_authorized_operations")
+                          else OMITTED_OPERATIONS)
     host = ctx.local_host or state.advertised_host
     port = ctx.local_port or state.advertised_port
     return {"throttle_time_ms": 0, "brokers": [{"node_id": state.node_id, "host": host, "port": port, "rack": None}],
             "cluster_id": state.cluster_id, "controller_id": state.node_id, "topics": topics,
-            "cluster_authorized_operations": -2147483648, "error_code": 0}
+            "cluster_authorized_operations": cluster_operations, "error_code": 0}
 
 
 def _lookup(ctx, item: dict, allow_create: bool) -> dict:
@@ -35,12 +48,18 @@ def _lookup(ctx, item: dict, allow_create: bool) -> dict:
     name, topic_id = item.get("name"), item.get("topic_id") or ZERO_UUID
     if name is None and topic_id != ZERO_UUID:
         topic = store.by_id.get(topic_id)
+        if topic and not ctx.allowed("DESCRIBE", "TOPIC", topic.name):
+            return _error(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id)
         return _describe(ctx, topic) if topic else _error(None, UNKNOWN_TOPIC_ID, topic_id)
+    if not ctx.allowed("DESCRIBE", "TOPIC", name or ""):
+        return _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     topic = store.topic(name)
     if topic is not None:
         return _describe(ctx, topic)
     if topic_name_problem(name):
         return _error(name, INVALID_TOPIC_EXCEPTION)
+    if allow_create and not (ctx.allowed("CREATE", "CLUSTER") or ctx.allowed("CREATE", "TOPIC", name)):
+        return _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if allow_create:
         return _describe(ctx, ctx.state.create_topic(name))
     return _error(name, UNKNOWN_TOPIC_OR_PARTITION)
@@ -48,7 +67,7 @@ def _lookup(ctx, item: dict, allow_create: bool) -> dict:
 
 def _error(name, code: int, topic_id=ZERO_UUID) -> dict:
     return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": [],
-            "topic_authorized_operations": -2147483648}
+            "topic_authorized_operations": OMITTED_OPERATIONS}
 
 
 def _describe(ctx, topic) -> dict:
@@ -58,7 +77,7 @@ def _describe(ctx, topic) -> dict:
                   for p in topic.partitions]
     return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in INTERNAL_TOPICS,
-            "partitions": partitions, "topic_authorized_operations": -2147483648}
+            "partitions": partitions, "topic_authorized_operations": OMITTED_OPERATIONS}
 
 
 HANDLER = Handler(3, 0, 13, handle)

@@ -5,6 +5,8 @@ assign partitions themselves (generation -1) and from members alike are stored. 
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ErrorCode
+
 from ..storage import Committed
 from .base import Handler
 
@@ -15,8 +17,15 @@ def handle(ctx, body: dict) -> dict:
     store = ctx.state.store
     group = body["group_id"]
     topics = []
+    group_denied = not ctx.allowed("READ", "GROUP", group)
     for t in body.get("topics", ()):
         topic = store.by_id.get(t.get("topic_id")) if ctx.api_version >= 10 else store.topic(t.get("name"))
+        denied = (ErrorCode.GROUP_AUTHORIZATION_FAILED if group_denied else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                  if topic is not None and not ctx.allowed("READ", "TOPIC", topic.name) else None)
+        if denied is not None:
+            topics.append({"name": t.get("name", ""), "topic_id": t.get("topic_id"), "partitions": [
+                {"partition_index": p["partition_index"], "error_code": denied} for p in t.get("partitions", ())]})
+            continue
         partitions = []
         for p in t.get("partitions", ()):
             index = p["partition_index"]

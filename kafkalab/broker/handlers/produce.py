@@ -29,9 +29,14 @@ def handle(ctx, body: dict) -> dict | None:
     touched: dict[int, object] = {}
     responses = []
     acks = body.get("acks")
+    transactional_id = body.get("transactional_id")
+    if transactional_id is not None and not ctx.allowed("WRITE", "TRANSACTIONAL_ID", transactional_id):
+        return _denied_everywhere(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     for topic_data in body.get("topic_data", ()):
         topic = _topic(ctx, topic_data)
-        partitions = [_produce_partition(ctx, topic, p, touched, acks) if topic is not None else
+        denied = topic is not None and not ctx.allowed("WRITE", "TOPIC", topic.name)
+        partitions = [_result(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) if denied else
+                      _produce_partition(ctx, topic, p, touched, acks) if topic is not None else
                       _result(p["index"], UNKNOWN_TOPIC_ID if ctx.api_version >= 13 else UNKNOWN_TOPIC_OR_PARTITION)
                       for p in topic_data.get("partition_data", ())]
         responses.append({"name": topic_data.get("name", ""), "topic_id": topic_data.get("topic_id"),
@@ -44,6 +49,13 @@ def handle(ctx, body: dict) -> dict | None:
     if acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _denied_everywhere(body: dict, error: int) -> dict:
+    return {"throttle_time_ms": 0, "responses": [
+        {"name": t.get("name", ""), "topic_id": t.get("topic_id"),
+         "partition_responses": [_result(p["index"], error) for p in t.get("partition_data", ())]}
+        for t in body.get("topic_data", ())]}
 
 
 def _topic(ctx, topic_data: dict):

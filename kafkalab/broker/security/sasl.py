@@ -51,8 +51,8 @@ class PlainExchange:
 
 
 class SaslSession:
-    def __init__(self, users, required: bool = True, mechanisms=MECHANISMS) -> None:
-        self.users, self.required, self.enabled = users, required, tuple(mechanisms)
+    def __init__(self, users, required: bool = True, mechanisms=MECHANISMS, host: str = "*") -> None:
+        self.users, self.required, self.enabled, self.host = users, required, tuple(mechanisms), host
         self.principal: str | None = None if required else ANONYMOUS
         self.mechanism: str | None = None
         self.unframed = False          # KIP-43: after SaslHandshake v0, tokens travel without a request header
