@@ -164,6 +164,28 @@ class Broker:
             return {}
         return self._on_loop(lambda: {u: self.state.users.mechanisms(u) for u in self.state.users.names()})
 
+    # --- quotas and ACLs -----------------------------------------------------------------------------------
+
+    def set_quota(self, *, user: str | None = None, client_id: str | None = None, **values: float) -> None:
+        """Set byte-rate quotas (``producer_byte_rate=``, ``consumer_byte_rate=``, bytes per second) for a user, a
+        client id, or both, as AlterClientQuotas does; ``user=""``/``client_id=""`` is the default entity."""
+        entity = tuple((kind, name or None) for kind, name in (("user", user), ("client-id", client_id))
+                       if name is not None)
+        ops = [{"key": key, "value": value, "remove": False} for key, value in values.items()]
+        code, message = self._on_loop(self.state.quotas.alter, entity, ops)
+        if code:
+            raise ValueError(message)
+
+    def add_acl(self, principal: str, operation: str, resource_type: str, name: str, *, pattern: str = "LITERAL",
+                permission: str = "ALLOW", host: str = "*") -> None:
+        """Add an ACL binding, e.g. ``add_acl("User:alice", "READ", "TOPIC", "orders")`` (what CreateAcls does)."""
+        from .security.authorizer import OP, PATTERN, PERMISSION, RESOURCE, AclBinding
+        binding = AclBinding(RESOURCE[resource_type], name, PATTERN[pattern], principal, host, OP[operation],
+                             PERMISSION[permission])
+        problem = self._on_loop(self.state.authorizer.add, binding)
+        if problem:
+            raise ValueError(problem)
+
     @property
     def port(self) -> int:
         return self.address[1] if self.address else self.config.port

@@ -173,7 +173,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
         out: list[bytes] = []
         size = 0
         try:
-            while self.backlog and self.waiting is None and "write" not in self.paused:
+            while self.backlog and self.waiting is None and not self.paused & {"write", "throttle"}:
                 frame = self.backlog.popleft()
                 self.backlog_bytes -= len(frame)
                 answer = self.conn.handle(frame, time.time(), _now_ms())
@@ -184,6 +184,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
                     size += len(answer)
                     if self.conn.closing:
                         raise CloseConnection(self.conn.closing)
+                    if self._throttled():
+                        break
                     if size >= JOIN_BELOW:
                         self._write(out)
                         out, size = [], 0
@@ -225,7 +227,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
             return
         self.waiting = None
         self._write([answer])
-        self._drain()
+        if not self._throttled():
+            self._drain()
 
     async def _wait(self, pending: Pending) -> bytes:
         loop = asyncio.get_running_loop()
@@ -241,6 +244,22 @@ class ClientProtocol(asyncio.BufferedProtocol):
             body = pending.wait.attempt(_now_ms(), loop.time() >= deadline)
             if body is not None:
                 return self.conn.respond(pending, body, time.time())
+
+    def _throttled(self) -> bool:
+        """KIP-219: an answer carrying throttle_time_ms has gone out at once; now the channel is muted (no
+        reading, no handling) for that long, then resumes."""
+        session = self.conn.session
+        if session is None or not session.mute_ms:
+            return False
+        delay, session.mute_ms = session.mute_ms, 0
+        self._pause("throttle")
+        asyncio.get_running_loop().call_later(delay / 1000.0, self._unmute)
+        return True
+
+    def _unmute(self) -> None:
+        self._resume("throttle")
+        if not self.transport.is_closing():
+            self._drain()
 
     # --- lifecycle ------------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .fetch_sessions import FetchSessions
 from .security import ScramUsers
 from .security.authorizer import Authorizer
+from .security.quotas import ClientQuotas
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 
@@ -48,6 +49,7 @@ class BrokerState:
         self.fetch_sessions = FetchSessions()
         self.users = ScramUsers()             # SCRAM credentials (SASL listeners, *UserScramCredentials)
         self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
+        self.quotas = ClientQuotas()
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""

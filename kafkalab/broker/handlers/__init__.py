@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kafkalab.protocol import api_spec
 
-from . import (add_offsets_to_txn, create_acls, delete_acls, describe_acls, add_partitions_to_txn, alter_configs, alter_user_scram_credentials, api_versions, create_partitions,
+from . import (add_offsets_to_txn, alter_client_quotas, describe_client_quotas, create_acls, delete_acls, describe_acls, add_partitions_to_txn, alter_configs, alter_user_scram_credentials, api_versions, create_partitions,
                create_topics, delete_records, delete_topics, describe_cluster, describe_configs, describe_log_dirs,
                describe_producers, describe_topic_partitions, describe_transactions, describe_user_scram_credentials,
                end_txn, fetch,
@@ -22,7 +22,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, 
            describe_cluster, get_telemetry_subscriptions, push_telemetry, describe_topic_partitions,
            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, describe_transactions,
            list_transactions, describe_producers, write_txn_markers, sasl_handshake, sasl_authenticate,
-           describe_user_scram_credentials, alter_user_scram_credentials, describe_acls, create_acls, delete_acls)
+           describe_user_scram_credentials, alter_user_scram_credentials, describe_acls, create_acls, delete_acls,
+           describe_client_quotas, alter_client_quotas)
 
 
 def build_registry(modules=MODULES) -> dict[int, Handler]:

@@ -48,6 +48,15 @@ class RequestContext:
         principal, host = self._who()
         return self.state.authorizer.authorized_operations(principal, host, RESOURCE[resource_type], name)
 
+    def throttle(self, key: str, nbytes: int) -> int:
+        """Count bytes against this client's quota ``key`` (producer_byte_rate, consumer_byte_rate): the
+        throttle_time_ms to answer with. The connection is then muted for that long (KIP-219)."""
+        principal, _ = self._who()
+        delay = self.state.quotas.record(key, principal.partition(":")[2], self.client_id or "", nbytes, self.now_ms)
+        if delay and self.session is not None:
+            self.session.mute_ms = max(self.session.mute_ms, delay)
+        return delay
+
     def _who(self) -> tuple[str, str]:
         if self.session is None:
             return ANONYMOUS, WILDCARD

@@ -16,6 +16,7 @@ from __future__ import annotations
 from kafkalab.protocol import ErrorCode
 
 from ..config import INTERNAL_TOPICS
+from ..security.quotas import PRODUCER_BYTE_RATE
 from ..storage import Duplicate
 from ..storage.log import CONTROL, TRANSACTIONAL
 from ..validate import check_record_set, stamp_log_append_time, timestamps_within
@@ -46,9 +47,11 @@ def handle(ctx, body: dict) -> dict | None:
             for partition in touched.values():
                 partition.log.flush()
         ctx.state.appended()
+    throttle = ctx.throttle(PRODUCER_BYTE_RATE, sum(len(p.get("records") or b"") for t in body.get("topic_data", ())
+                                                    for p in t.get("partition_data", ())))
     if acks == 0:
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    return {"responses": responses, "throttle_time_ms": throttle}
 
 
 def _denied_everywhere(body: dict, error: int) -> dict:

@@ -57,6 +57,7 @@ class SaslSession:
         self.mechanism: str | None = None
         self.unframed = False          # KIP-43: after SaslHandshake v0, tokens travel without a request header
         self.failure: str | None = None
+        self.mute_ms = 0               # KIP-219: set by a throttled answer, the adapter mutes the channel this long
         self._exchange = None
 
     @property
