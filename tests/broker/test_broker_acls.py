@@ -144,6 +144,16 @@ def test_admin_describes_and_deletes_acls(broker):
     assert [(a.name, a.operation_int) for a in deleted] == [("secret", OP["WRITE"])]
     bob_admin = AdminClient(auth(broker, "bob"))
     broker.state.authorizer.allow_everyone_if_no_acl_found = False     # the cluster now needs an ACL
+    bob = _sasl_client(broker, "bob")
+    try:
+        broker.state.authorizer.allow_everyone_if_no_acl_found = False
+        upsert = {"name": "bob", "mechanism": 1, "iterations": 4096, "salt": b"s", "salted_password": b"p"}
+        altered = bob.call("AlterUserScramCredentials", 0, {"deletions": [], "upsertions": [upsert]})
+        assert altered["results"][0]["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert bob.call("DescribeUserScramCredentials", 0, {"users": None})["error_code"] == \
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    finally:
+        bob.close()
     try:      # librdkafka drops DescribeAcls' top-level error and shows no ACLs; the answer carries the error
         assert bob_admin.describe_acls(everything, request_timeout=15).result(15) == []
         answers = broker.frames.query("api_name == 'DescribeAcls' and kind == 'response'")

@@ -3,7 +3,7 @@
 The client salts: an upsertion carries (salt, iterations, salted password) and the broker keeps StoredKey and
 ServerKey derived from it. Kafka's checks: an unknown mechanism is UNSUPPORTED_SASL_MECHANISM, iterations outside
 4096..16384 UNACCEPTABLE_CREDENTIAL, an empty user name UNACCEPTABLE_CREDENTIAL, deleting what is not there
-RESOURCE_NOT_FOUND, and a user altered twice in one request DUPLICATE_RESOURCE.
+RESOURCE_NOT_FOUND, and a user altered twice in one request DUPLICATE_RESOURCE. Needs ALTER on the cluster.
 """
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ def handle(ctx, body: dict) -> dict:
         if counts[name] > 1:
             results[name] = _error(name, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice "
                                    "in the same request")
+            continue
+        if not ctx.allowed("ALTER", "CLUSTER"):
+            results[name] = _error(name, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
             continue
         code, message = _apply(ctx.state.users, change, upsert)
         results[name] = _error(name, code, message)

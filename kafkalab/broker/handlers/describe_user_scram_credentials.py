@@ -1,7 +1,7 @@
 """DescribeUserScramCredentials (50), v0 (KIP-554): which SCRAM mechanisms and iteration counts each user has.
 
 No users asked (null or empty list): every user. An unknown user is RESOURCE_NOT_FOUND, a user named twice
-DUPLICATE_RESOURCE, as in Kafka. Salts and keys never leave the broker.
+DUPLICATE_RESOURCE, as in Kafka. Salts and keys never leave the broker. Needs DESCRIBE on the cluster.
 """
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ def _result(users, name: str, duplicated: bool) -> dict:
 
 def handle(ctx, body: dict) -> dict:
     users = ctx.state.users
+    if not ctx.allowed("DESCRIBE", "CLUSTER"):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": "Cluster authorization failed.", "results": []}
     asked = [u["name"] for u in body.get("users") or []] or users.names()
     counts = Counter(asked)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
