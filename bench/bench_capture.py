@@ -1,36 +1,33 @@
-"""Capture reading: kafkalab (read_capture + frames table, one process) against tshark, side by side.
+"""Capture reading, whole process (interpreter start and imports included), side by side with tshark.
 
-    python3 bench/bench_capture.py [--bulk-mb 100] [--chatty-frames 200000] [--other-mb 50] [--stream-mb 500]
-                                   [--runs 3]
+    python3 bench/bench_capture.py [--bulk-mb 500] [--chatty-mb 50] [--other-mb 0] [--runs 1]
+                                   [--workdir DIR] [--json FILE] [--no-records] [--no-stream]
 
-Writes three captures with TcpPcapWriter (bench/capture_gen.py; cached in --workdir, a temporary directory by
-default): bulk produce (Produce v7 requests of about 100 KB, answered), chatty (small Fetch/Heartbeat/
-OffsetCommit/Metadata exchanges, one frame per TCP segment), a host's traffic (mostly TLS and HTTP, 5% Kafka:
-how fast the Kafka is found among the rest) and, for the streaming check, a long mixed capture.
+The captures are written by ``bench/capture_gen.py`` (cached in ``--workdir``) and shaped like real traffic:
+MSS-sized segments of 96 interleaved connections, Produce and Fetch with JSON record batches (30% gzip, 15%
+empty fetches, no repeated Produce requests or Fetch responses), and a chatty one of small frames alone in their
+packets. Sizes are selectable (``--bulk-mb 5 --chatty-mb 2`` runs in seconds).
 
-For each of the first three, each tool runs ``--runs`` times in a fresh process and the best run counts:
+Every case is a fresh process, timed from outside (wall and CPU of the child), with its peak RSS (``wait4``):
 
-* tshark: ``tshark -r FILE -n -d tcp.port==9092,kafka -T fields -e frame.number -e kafka.api_key
-  -e kafka.api_version -e kafka.correlation_id -e kafka.client_id -e kafka.topic_name -e kafka.error``, output
-  to a file (its api_key values are counted afterwards, to check tshark really dissected every frame);
-* kafkalab: ``read_capture(FILE)`` then ``.frames`` (every frame's header and body decoded), timed inside the
-  process, plus the garbage collector's deferred pass over what was built (``gc.collect(0)``), so nothing is
-  left for later; the whole process (interpreter start and imports included) is timed too.
+* ``tshark -r FILE -n -Y kafka -T fields -e frame.number -e kafka.api_key ...``: the tool a user would pick;
+  output to a file; its Kafka PDUs are counted afterwards, to check it really dissected every frame;
+* ``read_capture(FILE).frames``: every frame's header and body decoded, as a table;
+* ``kafkalab decode FILE -T fields -e ...`` with the same fields as tshark (the command line);
+* on the bulk capture, ``read_capture(FILE).records`` (every batch's CRC checked, every record made) against
+  a naive pure-Python pass: reassemble, cut frames, decode Produce requests and Fetch responses and
+  CRC-check every batch and iterate every record with kafka-python 3's reader;
+* ``kafkalab decode`` of a capture holding one frame, against tshark on the same file (start-up);
+* streaming the bulk capture to Parquet with ``iter_frames`` (``kafkalab.capture.write_frames``): peak RSS.
 
-The command line is timed too, as a tshark user would time it: ``kafkalab decode FILE -T fields -e ...`` with
-the same fields, written to a file (whole process).
-
-MB/s is file bytes per second; frames/s is Kafka frames (requests + responses) per second. Wall-clock and CPU
-time (user + system) are both shown; ratios are kafkalab over tshark. The streaming check reads the long
-capture with ``iter_frames`` into Parquet (``kafkalab.capture.write_frames``), in a fresh process whose peak
-RSS (``ru_maxrss``) is reported.
+Ratios are tshark (or the naive pass) over kafkalab, of wall time and of CPU time: above 1 means kafkalab is
+faster. On a machine shared with other work, wall time includes waiting for a CPU; the CPU ratio does not.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -46,182 +43,270 @@ import capture_gen  # noqa: E402
 
 TSHARK_FIELDS = ["frame.number", "kafka.api_key", "kafka.api_version", "kafka.correlation_id", "kafka.client_id",
                  "kafka.topic_name", "kafka.error"]
+CLI_FIELDS = ["frame", "api_key", "api_version", "correlation_id", "client_id", "topics", "error_code"]
 
-KAFKALAB_RUN = r"""
-import gc, json, resource, sys, time
-t0 = time.perf_counter(); c0 = time.process_time()
+FRAMES_RUN = r"""
+import sys
 from kafkalab.capture import read_capture
-import pandas
-t1 = time.perf_counter(); c1 = time.process_time()
 cap = read_capture(sys.argv[1], progress=False)
 table = cap.frames
-gc.collect(0)
-t2 = time.perf_counter(); c2 = time.process_time()
 assert len(table) == len(cap)
-print(json.dumps({"frames": len(cap), "seconds": t2 - t1, "cpu": c2 - c1, "import_seconds": t1 - t0,
-                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+print(len(cap))
+"""
+
+RECORDS_RUN = r"""
+import sys
+from kafkalab.capture import read_capture
+print(len(read_capture(sys.argv[1], progress=False).records))
 """
 
 STREAM_RUN = r"""
-import json, resource, sys, time
+import sys
 from kafkalab.capture import write_frames
-t0 = time.perf_counter(); c0 = time.process_time()
-count = write_frames(sys.argv[1], sys.argv[2], progress=False)
-t1 = time.perf_counter(); c1 = time.process_time()
-print(json.dumps({"frames": count, "seconds": t1 - t0, "cpu": c1 - c0,
-                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+print(write_frames(sys.argv[1], sys.argv[2], progress=False))
+"""
+
+# The anchor for the records table: what a Python programmer would write in an afternoon with kafka-python 3.
+NAIVE_RUN = r"""
+import struct, sys
+from collections import defaultdict
+from kafka.protocol.consumer import FetchResponse
+from kafka.protocol.producer import ProduceRequest
+from kafka.record import MemoryRecords
+
+data = open(sys.argv[1], "rb").read()
+payloads, next_seq = defaultdict(list), {}
+pos = 24
+while pos + 16 <= len(data):
+    stored = struct.unpack_from("<I", data, pos + 8)[0]
+    packet = data[pos + 16:pos + 16 + stored]
+    pos += 16 + stored
+    if packet[12:14] != b"\x08\x00" or packet[23] != 6:
+        continue
+    ihl = (packet[14] & 15) * 4
+    total = struct.unpack_from(">H", packet, 16)[0]
+    tcp = 14 + ihl
+    sport, dport, seq = struct.unpack_from(">HHI", packet, tcp)
+    flags = packet[tcp + 13]
+    key = (packet[26:30], sport, packet[30:34], dport)
+    if flags & 2:
+        next_seq[key] = (seq + 1) & 0xFFFFFFFF
+        continue
+    payload = packet[tcp + (packet[tcp + 12] >> 4) * 4:14 + total]
+    if payload and next_seq.get(key) == seq:        # in order: keep (retransmissions and holes: dropped)
+        payloads[key].append(payload)
+        next_seq[key] = (seq + len(payload)) & 0xFFFFFFFF
+
+
+def frames(chunks):
+    stream, at = b"".join(chunks), 0
+    while at + 4 <= len(stream):
+        size = struct.unpack_from(">i", stream, at)[0]
+        if at + 4 + size > len(stream):
+            break
+        yield stream[at + 4:at + 4 + size]
+        at += 4 + size
+
+
+def check(records):
+    global count
+    batches = MemoryRecords(records)
+    while batches.has_next():
+        batch = batches.next_batch()
+        assert batch.validate_crc()
+        for record in batch:
+            count += 1
+            record.value
+
+
+count = 0
+for key in list(payloads):
+    if key[3] != 9092:
+        continue
+    asked = {}
+    for frame in frames(payloads[key]):
+        api_key, version, correlation_id = struct.unpack_from(">hhi", frame)
+        asked[correlation_id] = (api_key, version)
+        if api_key == 0:
+            for topic in ProduceRequest.decode(frame, version=version, header=True).topic_data:
+                for partition in topic.partition_data:
+                    if partition.records:
+                        check(partition.records)
+    back = (key[2], key[3], key[0], key[1])
+    for frame in frames(payloads.get(back, [])):
+        api_key, version = asked.get(struct.unpack_from(">i", frame)[0], (None, None))
+        if api_key == 1:
+            for topic in FetchResponse.decode(frame, version=version, header=True).responses:
+                for partition in topic.partitions:
+                    if partition.records:
+                        check(partition.records)
+print(count)
 """
 
 
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def run(command: list[str], out: Path | None = None) -> dict:
+    """Run a process to the end; wall seconds, CPU seconds and peak RSS of that process alone."""
+    start = time.perf_counter()
+    with open(out or os.devnull, "wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE,
+                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        error = process.stderr.read().decode(errors="replace")
+        process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        raise RuntimeError(f"{command[:3]} failed ({process.returncode}): {error[-2000:]}")
+    return {"seconds": seconds, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024}
 
 
-def run_tshark(path: Path, out: Path) -> dict:
-    command = ["tshark", "-r", str(path), "-n", "-d", "tcp.port==9092,kafka", "-T", "fields"]
+def python(script: str, *args) -> list[str]:
+    return [sys.executable, "-c", script, *map(str, args)]
+
+
+def tshark(path: Path) -> list[str]:
+    command = ["tshark", "-r", str(path), "-n", "-d", "tcp.port==9092,kafka", "-Y", "kafka", "-T", "fields"]
     for name in TSHARK_FIELDS:
         command += ["-e", name]
-    cpu0, start = child_cpu(), time.perf_counter()
-    with open(out, "wb") as sink:
-        subprocess.run(command, stdout=sink, stderr=subprocess.DEVNULL, check=True)
-    seconds, cpu = time.perf_counter() - start, child_cpu() - cpu0
+    return command
+
+
+def cli(path: Path) -> list[str]:
+    command = [sys.executable, "-m", "kafkalab", "decode", str(path), "-p", "9092", "-T", "fields"]
+    for name in CLI_FIELDS:
+        command += ["-e", name]
+    return command
+
+
+def tshark_pdus(out: Path) -> int:
     pdus = 0
     with open(out, encoding="utf-8", errors="replace") as lines:
         for line in lines:
             api_keys = line.split("\t")[1]
             if api_keys:
                 pdus += api_keys.count(",") + 1
-    return {"seconds": seconds, "cpu": cpu, "pdus": pdus}
+    return pdus
 
 
-def run_tshark_empty(path: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(["tshark", "-r", str(path), "-n", "-T", "fields", "-e", "frame.number"], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+def best(command: list[str], runs: int, out: Path | None = None) -> dict:
+    return min((run(command, out) for _ in range(runs)), key=lambda r: r["seconds"])
 
 
-def run_kafkalab(path: Path) -> dict:
-    cpu0, start = child_cpu(), time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", KAFKALAB_RUN, str(path)], capture_output=True, text=True,
-                          check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    result = json.loads(done.stdout)
-    result["process_seconds"] = time.perf_counter() - start
-    result["process_cpu"] = child_cpu() - cpu0
-    return result
+class Table:
+    """The results, printed as they come and kept for ``--json``."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+        print(f"{'case':<44} {'seconds':>8} {'cpu s':>7} {'MB/s':>7} {'peak MiB':>9} {'ratio':>7} {'cpu ratio':>9}")
+
+    def add(self, case: str, result: dict, size: int | None = None, anchor: dict | None = None) -> None:
+        ratio = anchor["seconds"] / result["seconds"] if anchor else None
+        cpu_ratio = anchor["cpu"] / result["cpu"] if anchor else None
+        row = {"case": case, **result, "ratio": ratio, "cpu_ratio": cpu_ratio}
+        self.rows.append(row)
+        rate = f"{size / result['seconds'] / 1e6:7.1f}" if size else f"{'':>7}"
+        shown = f"{ratio:6.2f}x {cpu_ratio:8.2f}x" if ratio else ""
+        print(f"{case:<44} {result['seconds']:8.2f} {result['cpu']:7.2f} {rate} {result['rss_mib']:9.0f} {shown}",
+              flush=True)
 
 
-CLI_FIELDS = ["frame", "api_key", "api_version", "correlation_id", "client_id", "topics", "error_code"]
-
-
-def run_cli(path: Path, out: Path) -> dict:
-    """``kafkalab decode FILE -T fields -e ...``: the command a tshark user would time against tshark's."""
-    command = [sys.executable, "-m", "kafkalab", "decode", str(path), "-p", "9092", "-T", "fields", "-o", str(out)]
-    for name in CLI_FIELDS:
-        command += ["-e", name]
-    cpu0, start = child_cpu(), time.perf_counter()
-    subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    return {"seconds": time.perf_counter() - start, "cpu": child_cpu() - cpu0}
-
-
-def best(runs: list[dict], key: str = "seconds") -> dict:
-    return min(runs, key=lambda r: r[key])
-
-
-def compare(name: str, path: Path, frames: int, runs: int, workdir: Path) -> dict:
+def frames_case(table: Table, name: str, path: Path, info: dict, runs: int, workdir: Path) -> None:
     size = path.stat().st_size
-    ours = [run_kafkalab(path) for _ in range(runs)]
-    cli = best([run_cli(path, workdir / f"{name}.kafkalab.txt") for _ in range(runs)])
-    theirs = [run_tshark(path, workdir / f"{name}.tshark.txt") for _ in range(runs)] if shutil.which("tshark") else []
-    k = best(ours)
-    assert k["frames"] == frames, (k["frames"], frames)
-    print(f"\n{name}: {size / 1e6:.1f} MB, {frames:,} Kafka frames (best of {runs})")
-    header = f"  {'':<34} {'seconds':>8} {'MB/s':>8} {'frames/s':>10} {'cpu s':>7}"
-    print(header)
+    print(f"-- {name}: {size / 1e6:.0f} MB, {info.get('packets', 0):,} packets, {info['frames']:,} Kafka frames")
+    theirs = None
+    if shutil.which("tshark"):
+        out = workdir / f"{path.stem}.tshark.txt"
+        theirs = best(tshark(path), runs, out)
+        pdus = tshark_pdus(out)
+        table.add("tshark -Y kafka -T fields", theirs, size)
+        if pdus != info["frames"]:
+            print(f"   note: tshark reported {pdus:,} Kafka PDUs, not {info['frames']:,}")
+    counted = workdir / f"{path.stem}.count.txt"
+    table.add("read_capture(f).frames", best(python(FRAMES_RUN, path), runs, counted), size, theirs)
+    got = int(counted.read_text())
+    if got != info["frames"]:
+        print(f"   note: kafkalab read {got:,} frames, not {info['frames']:,}")
+    table.add("kafkalab decode -T fields (same fields)", best(cli(path), runs, workdir / "cli.txt"), size, theirs)
 
-    def line(label: str, seconds: float, cpu: float) -> None:
-        print(f"  {label:<34} {seconds:>8.3f} {size / seconds / 1e6:>8.1f} {frames / seconds:>10,.0f} {cpu:>7.2f}")
 
-    line("kafkalab read+table (in process)", k["seconds"], k["cpu"])
-    kp = best(ours, "process_seconds")
-    line("kafkalab whole process", kp["process_seconds"], kp["process_cpu"])
-    line("kafkalab decode -T fields (CLI)", cli["seconds"], cli["cpu"])
-    result = {"size": size, "frames": frames, "kafkalab": k, "kafkalab_process": kp, "cli": cli}
+def records_case(table: Table, path: Path, runs: int, workdir: Path) -> None:
+    size = path.stat().st_size
+    naive_out, ours_out = workdir / "naive.txt", workdir / "records.txt"
+    naive = best(python(NAIVE_RUN, path), runs, naive_out)
+    table.add("naive pass (kafka-python 3 reader)", naive, size)
+    table.add("read_capture(f).records", best(python(RECORDS_RUN, path), runs, ours_out), size, naive)
+    print(f"   records: naive pass {int(naive_out.read_text()):,}, kafkalab {int(ours_out.read_text()):,}")
+
+
+def startup_case(table: Table, runs: int, workdir: Path) -> None:
+    """One exchange on one connection: what is left is start-up."""
+    small = workdir / "one-frame.pcap"
+    if not small.exists():
+        from kafkalab.pcap import TcpPcapWriter
+        from kafkalab.protocol import encode_request
+
+        with TcpPcapWriter(small, mss=capture_gen.ETHERNET_MSS) as writer:
+            conn = writer.open_connection(capture_gen._client(0), capture_gen.SERVER, capture_gen.START)
+            writer.send(conn, True, encode_request("ApiVersions", 3, {"client_software_name": "bench",
+                                                                      "client_software_version": "1"},
+                                                   correlation_id=1, client_id="bench"), capture_gen.START)
+    print("-- start-up: a capture of one frame")
+    theirs = best(tshark(small), max(runs, 3)) if shutil.which("tshark") else None
     if theirs:
-        t = best(theirs)
-        line("tshark whole process", t["seconds"], t["cpu"])
-        empty = workdir / "empty.pcap"
-        if not empty.exists():
-            empty.write_bytes(path.read_bytes()[:24])
-        startup = min(run_tshark_empty(empty) for _ in range(runs))
-        print(f"  {'(tshark start-up alone: ' + format(startup, '.3f') + ' s)':<34}")
-        if t["pdus"] != frames:
-            print(f"  note: tshark reported {t['pdus']:,} Kafka PDUs, not {frames:,}")
-        print(f"  ratio (kafkalab in process / tshark): {t['seconds'] / k['seconds']:.2f}x wall, "
-              f"{t['cpu'] / k['cpu']:.2f}x cpu")
-        print(f"  ratio (kafkalab whole process / tshark): {t['seconds'] / kp['process_seconds']:.2f}x wall, "
-              f"{t['cpu'] / kp['process_cpu']:.2f}x cpu")
-        print(f"  ratio (kafkalab decode CLI / tshark, same fields): {t['seconds'] / cli['seconds']:.2f}x wall, "
-              f"{t['cpu'] / cli['cpu']:.2f}x cpu")
-        result["tshark"] = t
-    return result
+        table.add("tshark (one frame)", theirs)
+    table.add("kafkalab decode (one frame)", best([sys.executable, "-m", "kafkalab", "decode", str(small)],
+                                                   max(runs, 3)), None, theirs)
 
 
-def streaming(path: Path, workdir: Path) -> dict:
-    out = workdir / "stream.parquet"
-    done = subprocess.run([sys.executable, "-c", STREAM_RUN, str(path), str(out)], capture_output=True, text=True,
-                          check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    result = json.loads(done.stdout)
-    size = path.stat().st_size
-    print(f"\nstreaming {size / 1e6:.0f} MB ({result['frames']:,} frames) to Parquet with iter_frames: "
-          f"{result['seconds']:.1f} s ({size / result['seconds'] / 1e6:.0f} MB/s), "
-          f"peak RSS {result['maxrss_kb'] / 1024:.0f} MiB (limit 200 MiB), Parquet {out.stat().st_size / 1e6:.1f} MB")
-    return result
+def stream_case(table: Table, path: Path, workdir: Path) -> None:
+    print("-- streaming the bulk capture to Parquet (iter_frames)")
+    table.add("write_frames(f, parquet)", run(python(STREAM_RUN, path, workdir / "stream.parquet")),
+              path.stat().st_size)
 
 
 def cached(path: Path, make) -> dict:
     meta = path.with_suffix(".json")
     if path.exists() and meta.exists():
         return json.loads(meta.read_text())
+    started = time.perf_counter()
     info = make(path)
+    print(f"   wrote {path.name} in {time.perf_counter() - started:.0f} s")
     meta.write_text(json.dumps(info))
     return info
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bulk-mb", type=float, default=100)
-    parser.add_argument("--chatty-frames", type=int, default=200_000)
-    parser.add_argument("--other-mb", type=float, default=50, help="size of the capture that is mostly not Kafka")
-    parser.add_argument("--stream-mb", type=float, default=500, help="0 skips the streaming check")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--bulk-mb", type=float, default=500)
+    parser.add_argument("--chatty-mb", type=float, default=50)
+    parser.add_argument("--other-mb", type=float, default=0, help="a host's traffic, 5%% Kafka (0: skipped)")
+    parser.add_argument("--runs", type=int, default=1, help="runs per case; the fastest counts")
+    parser.add_argument("--no-records", action="store_true", help="skip the records table against the naive pass")
+    parser.add_argument("--no-stream", action="store_true", help="skip streaming to Parquet")
     parser.add_argument("--workdir", type=Path, help="where captures are written and kept (default: a temp dir)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kafkalab-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    bulk_bytes = int(args.bulk_mb * 1e6)
-    started = time.perf_counter()
+    bulk_bytes, chatty_bytes = int(args.bulk_mb * 1e6), int(args.chatty_mb * 1e6)
     bulk = workdir / f"bulk-{bulk_bytes}.pcap"
-    chatty = workdir / f"chatty-{args.chatty_frames}.pcap"
+    chatty = workdir / f"chatty-{chatty_bytes}.pcap"
     bulk_info = cached(bulk, lambda p: capture_gen.write_bulk(p, bulk_bytes))
-    chatty_info = cached(chatty, lambda p: capture_gen.write_chatty(p, args.chatty_frames))
-    print(f"captures in {workdir} (written in {time.perf_counter() - started:.1f} s); "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
-    other_bytes = int(args.other_mb * 1e6)
-    other = workdir / f"other-{other_bytes}.pcap"
-    other_info = cached(other, lambda p: capture_gen.write_other_traffic(p, other_bytes))
-    results = {"bulk": compare("bulk produce", bulk, bulk_info["frames"], args.runs, workdir),
-               "chatty": compare("chatty small frames", chatty, chatty_info["frames"], args.runs, workdir),
-               "other": compare("a host's traffic, 5% Kafka", other, other_info["frames"], args.runs, workdir)}
-    if args.stream_mb:
-        stream_bytes = int(args.stream_mb * 1e6)
-        long = workdir / f"mixed-{stream_bytes}.pcap"
-        cached(long, lambda p: capture_gen.write_mixed(p, stream_bytes))
-        results["streaming"] = streaming(long, workdir)
+    chatty_info = cached(chatty, lambda p: capture_gen.write_chatty(p, chatty_bytes))
+    print(f"captures in {workdir}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    table = Table()
+    frames_case(table, "bulk", bulk, bulk_info, args.runs, workdir)
+    frames_case(table, "chatty", chatty, chatty_info, args.runs, workdir)
+    if args.other_mb:
+        other = workdir / f"other-{int(args.other_mb * 1e6)}.pcap"
+        info = cached(other, lambda p: capture_gen.write_other_traffic(p, int(args.other_mb * 1e6)))
+        frames_case(table, "a host's traffic, 5% Kafka", other, info, args.runs, workdir)
+    if not args.no_records:
+        records_case(table, bulk, args.runs, workdir)
+    startup_case(table, args.runs, workdir)
+    if not args.no_stream:
+        stream_case(table, bulk, workdir)
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps(table.rows, indent=1))
     if not args.workdir:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -104,6 +104,9 @@ def assert_same(expected, actual, path: str = "") -> None:
         assert len(expected) == len(actual), f"{where}: {len(expected)} items expected, got {len(actual)}"
         for i, (e, a) in enumerate(zip(expected, actual)):
             assert_same(e, a, f"{where}[{i}]")
+    elif isinstance(actual, memoryview):   # RECORDS decoded with records="raw": a zero-copy view of the frame
+        assert isinstance(expected, bytes) and actual.readonly, f"{where}: expected {expected!r}, got a view"
+        assert bytes(actual) == expected, f"{where}: {expected!r} != {bytes(actual)!r}"
     else:
         assert type(expected) is type(actual) or (isinstance(expected, int) and isinstance(actual, int)
                                                   and not isinstance(actual, bool)), \

@@ -2,8 +2,17 @@
 
 Layout: :mod:`.runtime` (``Broker``), :mod:`.server` (the asyncio adapter, the only asyncio user),
 :mod:`.dispatch` (a sans-IO connection), :mod:`.handlers` (one module per API, the registry ApiVersions is
-built from), :mod:`.storage` (segments, partition logs, producer state, topics, offsets), :mod:`.journal`.
+built from), :mod:`.groups` (the group coordinator: classic and KIP-848 groups), :mod:`.storage` (segments,
+partition logs, producer state, topics, committed offsets in ``__consumer_offsets``), :mod:`.journal`.
 """
-from .runtime import Broker
+
+def __getattr__(name: str):
+    """``Broker`` is imported on first use, so the command line's other commands do not load the broker."""
+    if name == "Broker":
+        from .runtime import Broker
+
+        return Broker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Broker"]

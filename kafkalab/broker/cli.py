@@ -1,10 +1,12 @@
-"""``kafkalab broker``: run the broker in the foreground with logging until Ctrl-C."""
+"""``kafkalab broker``: run the broker in the foreground with logging until Ctrl-C or SIGTERM (either shuts
+down cleanly, writing ``--write-pcap``)."""
 from __future__ import annotations
 
 import argparse
 import errno
 import logging
 import os
+import signal
 import sys
 import threading
 
@@ -46,8 +48,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
             print(f"{protocol}{sasl} on {broker.listener(protocol)}", flush=True)
     if broker.config.ssl_port is not None or broker.config.sasl_ssl_port is not None:
         print(f"TLS clients trust the CA file {broker.ca_file}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())      # `kill`, systemd, docker stop: a clean shutdown
     try:
-        threading.Event().wait()
+        stop.wait()
     except KeyboardInterrupt:
         pass
     finally:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kafkalab.protocol.records import DEFAULT_MAX_RECORDS
+
 DEFAULT_CLUSTER_ID = "kafkalab-cluster-0001"   # any string; Kafka's are 22-char base64 UUIDs
 DEFAULT_MAX_REQUEST_SIZE = 100 * 1024 * 1024  # socket.request.max.bytes
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({TRANSACTION_STATE_TOPIC})   # the coordinators' own: clients read them, never write
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({TRANSACTION_STATE_TOPIC, OFFSETS_TOPIC})   # the coordinators' own: clients read them, never write
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME = 249
@@ -42,11 +45,19 @@ class BrokerConfig:
     journal_size: int = 10_000                 # frames kept in the journal ring
     journal_bytes: int = 64 * 1024 * 1024      # raw bytes kept in the journal ring
     max_request_size: int = DEFAULT_MAX_REQUEST_SIZE
+    queued_max_request_bytes: int = 256 * 1024 * 1024   # request bytes in flight, all connections (<= 0: no cap)
+    connections_max_idle_ms: int = 600_000     # a connection silent this long is closed (Kafka's default)
+    request_receive_timeout_ms: int = 30_000   # a request must arrive whole within this (slowloris)
     auto_create_topics: bool = True
     default_partitions: int = 1
+    max_partitions_per_topic: int = 1000       # CreateTopics/CreatePartitions asking for more: INVALID_PARTITIONS
+    max_auto_created_topics_per_request: int = 100     # a Metadata request creates at most this many topics
     validate_records: str = "crc"              # "crc": batch headers + CRC; "full": decode every record
+    max_records_per_batch: int = DEFAULT_MAX_RECORDS   # a batch or legacy wrapper claiming more is refused
     segment_bytes: int = 64 * 1024 * 1024
+    max_open_segment_files: int = 256          # segment files held open at once (least recently used closed)
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    initial_rebalance_delay_ms: int = 3_000    # group.initial.rebalance.delay.ms: a new group's first round waits
     sasl_port: int | None = None               # a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) on this port
     ssl_port: int | None = None                # an SSL listener (TLS, no SASL)
     sasl_ssl_port: int | None = None           # a SASL_SSL listener

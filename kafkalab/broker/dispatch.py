@@ -1,9 +1,12 @@
 """One client connection, sans-IO: bytes in, frames out, requests dispatched to handlers.
 
 Owns: the receive buffer the I/O adapter reads into (:class:`ReceiveBuffer`: large reads straight into one
-growable bytearray, cut into frames with the max request size checked before anything is buffered for a frame),
-reading the request header, choosing the handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions the broker
-does not implement), encoding responses with the project's codec and writing both directions to the journal.
+growable bytearray that grows with the bytes that arrive, cut into frames by
+:func:`kafkalab.protocol.framing.cut_frames`, with the max request size checked before anything is buffered for a
+frame), the broker-wide budget of request bytes in flight (:class:`MemoryBudget`), reading the request header,
+choosing the handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions
+the broker does not implement), encoding responses with the project's codec and writing both directions to the
+journal.
 Must not know: sockets, asyncio, clocks (the adapter passes ``ts``/``now_ms`` and a ``clock``). Anything that makes the
 connection unusable (garbage, a truncated or oversized frame, an unknown API key, a body that does not
 decode) raises :class:`CloseConnection` with a reason for the log; other connections never notice.
@@ -12,14 +15,16 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kafkalab.protocol import ProtocolError, decode_request, encode_response
 from kafkalab.protocol.codec.layout import message_layout
+from kafkalab.protocol.framing import cut_frames
 from kafkalab.protocol.schema.registry import api_spec, message_spec
 
-from .handlers import RequestContext, Wait
+from .handlers import Offload, RequestContext, Wait
 from .handlers.api_versions import advertised
 from .security import SaslFailure
 
@@ -27,7 +32,6 @@ log = logging.getLogger("kafkalab.broker")
 
 API_VERSIONS, UNSUPPORTED_VERSION, UNKNOWN_SERVER_ERROR = 18, 35, -1
 _HEADER = struct.Struct(">hhi")
-_SIZE = struct.Struct(">i")
 MIN_READ, MAX_READ = 64 * 1024, 8 * 1024 * 1024
 
 
@@ -37,12 +41,53 @@ class CloseConnection(Exception):
 
 @dataclass
 class Pending:
-    """A request whose response is still to be built (long polling)."""
+    """A request whose response is still to be built: long polling (``wait``) or work for a worker thread
+    (``offload``)."""
     api_key: int
     api_version: int
     correlation_id: int
     entry: Any             # the request's journal entry
     wait: Wait | None = None
+    offload: Offload | None = None
+
+
+class MemoryBudget:
+    """The broker-wide budget of request bytes in flight (Kafka's ``queued.max.request.bytes``): a frame is
+    charged from the moment its size prefix is read until it has been handled. A connection whose announced
+    frame does not fit waits, with reading paused, until others' frames are handled (backpressure, not a
+    gigabyte). As in Kafka's memory pool a reservation is granted while anything is left, so one frame larger
+    than the whole budget still gets through on its own. ``limit`` <= 0: no budget."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._waiting: deque[Callable[[], bool]] = deque()
+
+    def try_reserve(self, size: int) -> bool:
+        if self.limit > 0 and self.used >= self.limit:
+            return False
+        self.used += size
+        return True
+
+    def charge(self, size: int) -> None:
+        """Bytes already received (a frame that arrived whole): counted, never refused."""
+        self.used += size
+
+    def release(self, size: int) -> None:
+        self.used -= size
+        while self._waiting and (self.limit <= 0 or self.used < self.limit):
+            retry = self._waiting.popleft()
+            if not retry():
+                self._waiting.appendleft(retry)
+                break
+
+    def wait(self, retry: Callable[[], bool]) -> None:
+        """Call ``retry`` (which tries its reservation again, True once granted) when bytes are released."""
+        self._waiting.append(retry)
+
+    def forget(self, retry: Callable[[], bool]) -> None:
+        if retry in self._waiting:
+            self._waiting.remove(retry)
 
 
 class ReceiveBuffer:
@@ -50,19 +95,31 @@ class ReceiveBuffer:
     BufferedProtocol hands it to ``recv_into``), ``filled(n)`` takes the n bytes received and returns the
     frames they complete (size prefix included, each its own bytes object). The free space adapts: a read that
     fills it doubles it (up to 8 MiB), so a busy producer's megabyte requests arrive in one read, while idle
-    connections keep 64 KiB. A size prefix that is negative or above ``max_frame_size`` closes the connection
-    before any room is made for it."""
+    connections keep 64 KiB. Room for a frame grows with the bytes that actually arrive (at most doubling what
+    is held), never to the size the prefix announces: a 9-byte "100 MB frame is coming" costs 64 KiB. A size
+    prefix that is negative or above ``max_frame_size`` closes the connection before any room is made for it.
+    With a :class:`MemoryBudget`, a frame that does not fit sets ``blocked`` (the adapter pauses reading and
+    calls :meth:`retry` when the budget frees); every frame returned stays charged until the adapter
+    releases it."""
 
-    def __init__(self, max_frame_size: int) -> None:
+    def __init__(self, max_frame_size: int, budget: MemoryBudget | None = None) -> None:
         self.max_frame_size = max_frame_size
+        self.budget = budget
         self.data = bytearray(MIN_READ)
         self.start = self.end = 0        # unconsumed bytes are data[start:end]
         self.need = 4                    # bytes the next frame needs in all (prefix included), once known
         self.read_size = MIN_READ
+        self.reserved = 0                # budget bytes held for the frame being received
+        self.blocked = False             # that frame's reservation was refused: stop reading
+
+    @property
+    def partial(self) -> bool:
+        """Whether part of a frame has arrived and the rest has not."""
+        return self.end > self.start
 
     def space(self) -> memoryview:
         held = self.end - self.start
-        want = max(self.read_size, self.need - held)
+        want = max(self.read_size, min(self.need - held, max(held, MIN_READ)))
         size = len(self.data)
         if size - self.end < want or size > 4 * (held + want):
             capacity = held + want if held + want > size or size > 4 * (held + want) else size
@@ -77,34 +134,59 @@ class ReceiveBuffer:
         elif count < self.read_size // 8:
             self.read_size = max(self.read_size // 2, MIN_READ)
         self.end += count
-        frames, data, start = [], self.data, self.start
-        while self.end - start >= 4:
-            size = _SIZE.unpack_from(data, start)[0]
-            if size < 0 or size > self.max_frame_size:
-                raise CloseConnection(f"bad frame: size {size} is outside 0..{self.max_frame_size}")
-            if self.end - start < 4 + size:
-                self.start, self.need = start, 4 + size
-                return frames
-            with memoryview(data) as view:
-                frames.append(bytes(view[start:start + 4 + size]))
-            start += 4 + size
-        self.need = 4
-        if start == self.end:
+        cut = cut_frames(self.data, self.start, self.end, self.max_frame_size)
+        if cut.impossible is not None:
+            raise CloseConnection(f"bad frame: size {cut.impossible} is outside 0..{self.max_frame_size}")
+        with memoryview(self.data) as view:
+            frames = [bytes(view[start:end]) for start, end in cut.frames]
+        for start, end in cut.frames:
+            self._charge(end - start)
+        self.need = cut.need
+        if cut.stop == self.end:
             self.start = self.end = 0
         else:
-            self.start = start
+            self.start = cut.stop
+            self._reserve()
         return frames
+
+    def retry(self) -> bool:
+        """Try the refused reservation again; True once granted (reading may resume)."""
+        self._reserve()
+        return not self.blocked
+
+    def discard(self) -> None:
+        """The connection is gone: give back what its unfinished frame holds."""
+        if self.budget is not None and self.reserved:
+            self.budget.release(self.reserved)
+        self.reserved, self.blocked = 0, False
+
+    def _reserve(self) -> None:
+        if self.budget is None or self.reserved or self.need <= 4:      # reserved already, or no frame pending
+            self.blocked = False
+            return
+        self.blocked = not self.budget.try_reserve(self.need)
+        if not self.blocked:
+            self.reserved = self.need
+
+    def _charge(self, size: int) -> None:
+        if self.budget is None:
+            return
+        if self.reserved:
+            self.reserved = 0            # the reservation now holds the finished frame
+        else:
+            self.budget.charge(size)
+        self.blocked = False
 
 
 class Connection:
     def __init__(self, state, registry, journal, *, stream: int, src: str, dst: str, local_host: str = "",
                  local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None,
-                 session=None) -> None:
+                 budget: MemoryBudget | None = None, session=None) -> None:
         self.clock = clock or (lambda: 0.0)     # wall-clock seconds, supplied by the I/O adapter
         self.state, self.registry, self.journal = state, registry, journal
         self.stream, self.src, self.dst = stream, src, dst
         self.local_host, self.local_port = local_host, local_port
-        self.buffer = ReceiveBuffer(max_request_size)
+        self.buffer = ReceiveBuffer(max_request_size, budget)
         self.session = session                  # security.SaslSession: None on a listener with no security
 
     @property
@@ -149,16 +231,28 @@ class Connection:
             raise CloseConnection(f"undecodable {handler_name(api_key)} v{api_version} request: {exc}") from None
         entry.client_id = request.client_id
         ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
-                             now_ms, self.local_host, self.local_port, self.stream, self.session)
+                             now_ms, self.local_host, self.local_port, self.stream, self.src,
+                             session=self.session)
+        return self._outcome(pending, lambda: handler.handle(ctx, request.body))
+
+    def resume(self, pending: Pending, work_result) -> bytes | Pending | None:
+        """Finish a request whose handler offloaded work, with that work's result (back on the loop)."""
+        then, pending.offload = pending.offload.then, None
+        return self._outcome(pending, lambda: then(work_result))
+
+    def _outcome(self, pending: Pending, run) -> bytes | Pending | None:
         try:
-            result = handler.handle(ctx, request.body)
+            result = run()
         except Exception:  # noqa: BLE001 - a handler bug answers this request, it does not stop the broker
-            log.exception("handler for %s v%d failed", handler_name(api_key), api_version)
-            result = error_body(api_key, api_version, UNKNOWN_SERVER_ERROR)
+            log.exception("handler for %s v%d failed", handler_name(pending.api_key), pending.api_version)
+            result = error_body(pending.api_key, pending.api_version, UNKNOWN_SERVER_ERROR)
         if result is None:
             return None
         if isinstance(result, Wait):
             pending.wait = result
+            return pending
+        if isinstance(result, Offload):
+            pending.offload = result
             return pending
         return self.respond(pending, result, self.clock())
 
@@ -172,7 +266,7 @@ class Connection:
                 token = session.authenticate(frame[4:])
             except SaslFailure as exc:
                 raise CloseConnection(f"SASL authentication failed: {exc}") from None
-            return _SIZE.pack(len(token)) + token
+            return len(token).to_bytes(4, "big") + token      # the size prefix, no header (KIP-43)
         api_key = int.from_bytes(frame[4:6], "big", signed=True) if len(frame) >= 6 else None
         if api_key is not None and not session.admits(api_key):
             raise CloseConnection(f"{handler_name(api_key)} request before SASL authentication")

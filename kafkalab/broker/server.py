@@ -7,7 +7,10 @@ go out in one write. Kafka answers a connection's requests in order, so a Fetch 
 :class:`~.handlers.Wait`) parks the connection: frames behind it queue until an append (or the deadline)
 finishes it. Backpressure: when the transport's write buffer is full (a client that does not read its answers),
 that connection stops handling frames and stops reading until the buffer drains; a backlog of frames queued
-behind a long poll beyond 16 MiB pauses reading too. :class:`LoopThread` owns a private event loop on a daemon thread, so
+behind a long poll beyond 16 MiB pauses reading too, and so does a frame that the broker-wide budget of
+request bytes in flight cannot take yet (:class:`~.dispatch.MemoryBudget`). A sweeper closes connections idle
+past ``connections_max_idle_ms`` and those whose request takes longer than ``request_receive_timeout_ms`` to
+arrive (slowloris). :class:`LoopThread` owns a private event loop on a daemon thread, so
 brokers start the same way from a script, a test or a running Jupyter kernel (whose loop is never touched).
 
 Why not streams: an asyncio StreamReader copies every chunk into its own buffer and wakes a task per read;
@@ -21,14 +24,17 @@ import logging
 import threading
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
-from .dispatch import CloseConnection, Connection, Pending
+from .dispatch import CloseConnection, Connection, MemoryBudget, Pending
 from .security import SaslSession
 
 log = logging.getLogger("kafkalab.broker")
 JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
 BACKLOG_PAUSE = 16 << 20    # bytes of queued frames at which reading from that client pauses
-TICK_SECONDS = 0.25         # how often the broker state hears the time (transaction timeouts)
+TICK_SECONDS = 0.1          # how often the broker state hears the time (group sessions, rebalances, transactions)
+OFFLOAD_WORKERS = 2         # threads for offloaded request work (see Server.workers)
+SWEEP_EVERY = 1.0           # seconds between looks for idle connections and requests that never finish
 
 
 def _now_ms() -> int:
@@ -53,6 +59,10 @@ class Server:
         self.listeners: dict[str, tuple[str, int]] = {}    # security protocol -> bound address
         self._servers: list[asyncio.base_events.Server] = []
         self._ticker: asyncio.TimerHandle | None = None
+        self.budget = MemoryBudget(config.queued_max_request_bytes)
+        self._sweeper: asyncio.Task | None = None
+        # offloaded checks (inflating legacy wrappers) run here, two at a time: bounded CPU and memory
+        self.workers = ThreadPoolExecutor(OFFLOAD_WORKERS, thread_name_prefix="kafkalab-broker-work")
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
@@ -61,6 +71,7 @@ class Server:
         for protocol, port in self.config.listener_ports().items():
             await self._listen(protocol, port)
         self.address = self.listeners["PLAINTEXT"]
+        self._sweeper = loop.create_task(self._sweep())
         self._tick()
         return self.address
 
@@ -94,9 +105,23 @@ class Server:
             event.set()
             self.appended = asyncio.Event()
 
+    async def _sweep(self) -> None:
+        """Close connections idle longer than ``connections_max_idle_ms`` (as Kafka does) and those whose
+        request has been arriving for longer than ``request_receive_timeout_ms`` (a slowloris holds a
+        connection and its buffer by sending a byte now and then)."""
+        idle = self.config.connections_max_idle_ms / 1000.0
+        receive = self.config.request_receive_timeout_ms / 1000.0
+        while True:
+            await asyncio.sleep(max(0.05, min(SWEEP_EVERY, idle / 4, receive / 4)))
+            now = time.monotonic()
+            for client in list(self.clients):
+                client.expire(now, idle, receive)
+
     async def close(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         for server in self._servers:
             server.close()
         waits = [c.abort() for c in list(self.clients)]
@@ -107,6 +132,7 @@ class Server:
             await server.wait_closed()
         if self._on_append in self.state.append_listeners:
             self.state.append_listeners.remove(self._on_append)
+        self.workers.shutdown(wait=False, cancel_futures=True)
 
 
 class ClientProtocol(asyncio.BufferedProtocol):
@@ -119,7 +145,9 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self.backlog: deque[bytes] = deque()     # frames received behind a long poll
         self.backlog_bytes = 0
         self.waiting: asyncio.Task | None = None
-        self.paused: set[str] = set()            # why reading is paused: "write", "backlog"
+        self.paused: set[str] = set()            # why reading is paused: "write", "backlog", "memory"
+        self.last_active = time.monotonic()      # last bytes in or answer out
+        self.receiving_since: float | None = None    # when the unfinished request began to arrive
 
     # --- asyncio callbacks ---------------------------------------------------------------------------------
 
@@ -131,6 +159,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
                                src=_endpoint(peer), dst=_endpoint(local), local_host=local[0] if local else "",
                                local_port=local[1] if local else 0,
                                max_request_size=server.config.max_request_size, clock=time.time,
+                               budget=server.budget,
                                session=SaslSession(server.state.users, required=self.sasl,
                                                    host=peer[0] if peer else "*"))
         server.clients.add(self)
@@ -139,15 +168,46 @@ class ClientProtocol(asyncio.BufferedProtocol):
         return self.conn.buffer.space()
 
     def buffer_updated(self, nbytes: int) -> None:
+        buffer = self.conn.buffer
         try:
-            frames = self.conn.buffer.filled(nbytes)
+            frames = buffer.filled(nbytes)
         except CloseConnection as exc:
             self._close(f"closing connection {self.conn.stream} from {self.conn.src}: {exc}")
             return
+        self.last_active = time.monotonic()
+        if not buffer.partial:
+            self.receiving_since = None
+        elif self.receiving_since is None or frames:
+            self.receiving_since = self.last_active
         for frame in frames:
             self.backlog.append(frame)
             self.backlog_bytes += len(frame)
+        if buffer.blocked and "memory" not in self.paused:
+            self._pause("memory")
+            self.server.budget.wait(self._memory_granted)
+        elif not buffer.blocked and "memory" in self.paused:     # the frame came whole after all
+            self.server.budget.forget(self._memory_granted)
+            self._resume("memory")
         self._drain()
+
+    def _memory_granted(self) -> bool:
+        if self.transport.is_closing() or not self.conn.buffer.retry():
+            return self.transport.is_closing()
+        self.receiving_since = time.monotonic()      # waiting for the budget is not the client's fault
+        self._resume("memory")
+        return True
+
+    def expire(self, now: float, idle: float, receive: float) -> None:
+        """Close this connection if it sat idle too long or a request of it has been arriving too long."""
+        if self.transport.is_closing():
+            return
+        if self.receiving_since is not None and "memory" not in self.paused and now - self.receiving_since > receive:
+            self._close(f"closing connection {self.conn.stream} from {self.conn.src}: a request did not arrive "
+                        f"whole within {receive:g} s")
+        elif self.waiting is None and not self.backlog and not self.conn.buffer.partial \
+                and now - self.last_active > idle:
+            log.info("closing connection %d from %s: idle for %g s", self.conn.stream, self.conn.src, idle)
+            self.transport.close()
 
     def eof_received(self) -> bool:
         return False                             # close our side too
@@ -156,6 +216,13 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self.server.clients.discard(self)
         if self.waiting is not None:
             self.waiting.cancel()
+        budget = self.server.budget
+        budget.forget(self._memory_granted)
+        self.conn.buffer.discard()
+        if self.backlog_bytes:
+            budget.release(self.backlog_bytes)
+            self.backlog.clear()
+            self.backlog_bytes = 0
 
     def pause_writing(self) -> None:
         self._pause("write")
@@ -176,9 +243,13 @@ class ClientProtocol(asyncio.BufferedProtocol):
             while self.backlog and self.waiting is None and not self.paused & {"write", "throttle"}:
                 frame = self.backlog.popleft()
                 self.backlog_bytes -= len(frame)
-                answer = self.conn.handle(frame, time.time(), _now_ms())
+                try:
+                    answer = self.conn.handle(frame, time.time(), _now_ms())
+                finally:
+                    self.server.budget.release(len(frame))
                 if isinstance(answer, Pending):
-                    self.waiting = asyncio.get_running_loop().create_task(self._finish(answer))
+                    # the append event as of now: one set before the task starts still wakes it
+                    self.waiting = asyncio.get_running_loop().create_task(self._finish(answer, self.server.appended))
                 elif answer is not None:
                     out.append(answer)
                     size += len(answer)
@@ -206,6 +277,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
     def _write(self, out: list[bytes]) -> None:
         if not out or self.transport.is_closing():
             return
+        self.last_active = time.monotonic()
         if len(out) == 1:
             self.transport.write(out[0])
         elif sum(map(len, out)) < JOIN_BELOW:
@@ -214,11 +286,11 @@ class ClientProtocol(asyncio.BufferedProtocol):
             for answer in out:
                 self.transport.write(answer)
 
-    async def _finish(self, pending: Pending) -> None:
+    async def _finish(self, pending: Pending, event: asyncio.Event) -> None:
         """Wait for an append (or the deadline) to complete a long poll, answer it, then carry on with the
         frames that arrived meanwhile."""
         try:
-            answer = await self._wait(pending)
+            answer = await self._complete(pending, event)
         except asyncio.CancelledError:
             return
         except Exception:  # noqa: BLE001
@@ -226,21 +298,36 @@ class ClientProtocol(asyncio.BufferedProtocol):
             self.transport.close()
             return
         self.waiting = None
-        self._write([answer])
+        if answer is not None:
+            self._write([answer])
         if not self._throttled():
             self._drain()
 
-    async def _wait(self, pending: Pending) -> bytes:
+    async def _complete(self, pending: Pending, event: asyncio.Event) -> bytes | None:
+        """Offloaded work runs on the server's worker threads (the loop keeps serving other clients
+        meanwhile); what it leads to may be an answer, nothing (acks=0), or a long poll. ``event`` is the
+        append event as of the request's handling: one set since still wakes its long poll."""
+        answer = pending
+        while isinstance(answer, Pending):
+            if answer.offload is not None:
+                result = await asyncio.get_running_loop().run_in_executor(self.server.workers, answer.offload.work)
+                event = self.server.appended
+                answer = self.conn.resume(answer, result)
+            else:
+                answer = await self._wait(answer, event)
+        return answer
+
+    async def _wait(self, pending: Pending, event: asyncio.Event) -> bytes:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + pending.wait.max_wait_ms / 1000.0
         while True:
-            event = self.server.appended
             remaining = deadline - loop.time()
             if remaining > 0:
                 try:
                     await asyncio.wait_for(event.wait(), remaining)
                 except asyncio.TimeoutError:
                     pass
+            event = self.server.appended
             body = pending.wait.attempt(_now_ms(), loop.time() >= deadline)
             if body is not None:
                 return self.conn.respond(pending, body, time.time())

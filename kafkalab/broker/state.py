@@ -2,8 +2,8 @@
 who is listening for appends.
 
 Sans-IO: no sockets, no clocks, no asyncio (the adapter passes the time to :meth:`recover` and :meth:`tick`).
-The server adapter registers an append listener (to wake long polling fetches) and sets the advertised
-address once it is listening. Topic configs resolve through
+The server adapter registers an append listener (to wake long polls: fetches waiting for data, JoinGroup and
+SyncGroup waiting for their group) and sets the advertised address once it is listening. Topic configs resolve through
 :class:`~.configs.ConfigLayers` (topic override, dynamic broker, dynamic cluster default, static, default);
 the resolved values are cached per topic and the cache is dropped on every config or topic change.
 """
@@ -17,6 +17,7 @@ from .fetch_sessions import FetchSessions
 from .security import ScramUsers
 from .security.authorizer import Authorizer
 from .security.quotas import ClientQuotas
+from .groups import GroupCoordinator, GroupSettings
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 
@@ -33,7 +34,7 @@ class ProduceSettings(NamedTuple):
 class BrokerState:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.store = Store(config.data_dir, config.segment_bytes)
+        self.store = Store(config.data_dir, config.segment_bytes, config.max_open_segment_files)
         self.node_id = config.node_id
         self.cluster_id = config.cluster_id
         self.advertised_host = config.host
@@ -47,6 +48,8 @@ class BrokerState:
             self._apply_segment_bytes(topic)
         self.transactions = TransactionCoordinator(self)
         self.fetch_sessions = FetchSessions()
+        settings = GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms)
+        self.groups = GroupCoordinator(self.store, settings, notify=self.appended)
         self.users = ScramUsers()             # SCRAM credentials (SASL listeners, *UserScramCredentials)
         self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
         self.quotas = ClientQuotas()
@@ -56,8 +59,10 @@ class BrokerState:
         self.transactions.recover(now_ms)
 
     def tick(self, now_ms: int) -> None:
-        """Time passes (the adapter calls it periodically): transactions past their timeout are aborted."""
+        """Time passes (the adapter calls it periodically): transactions past their timeout are aborted, group
+        members past their session timeout leave, rebalances past their timeout end."""
         self.transactions.expire(now_ms)
+        self.groups.tick(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """Broker-side checks and stamps on produced record sets, done on the raw bytes.
 
 ``check_record_set`` is the broker's gate (CORRUPT_MESSAGE for bad framing or a CRC mismatch,
-MESSAGE_TOO_LARGE over the topic's max.message.bytes); in the default "crc" mode v2 batches are checked by
-header and CRC-32C without inflating records, legacy sets and "full" mode go through the codec's decoder.
+INVALID_RECORD for a header that makes no sense, MESSAGE_TOO_LARGE over the topic's max.message.bytes); in
+the default "crc" mode v2 batches are checked by header and CRC-32C without inflating records, legacy sets
+are walked without building records (capped inflate, every inner CRC), and "full" mode decodes everything.
 ``stamp_log_append_time`` is the one place the broker writes a timestamp into a batch (KIP-32).
 """
 from __future__ import annotations
@@ -13,9 +14,11 @@ from typing import NamedTuple
 
 import crc32c
 
-from kafkalab.protocol.records import decode_records, iter_batches
+from kafkalab.protocol.records import DEFAULT_MAX_INFLATED, DEFAULT_MAX_RECORDS, decode_records, iter_batches
+from kafkalab.protocol.records.batch import HEADER_SIZE, header_problem
+from kafkalab.protocol.records.legacy import validate as legacy_validate
 
-NONE, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE = 0, 2, 10
+NONE, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD = 0, 2, 10, 87
 _V2_PRODUCER = struct.Struct(">qhi")
 _I16, _I32, _I64, _U32 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q"), struct.Struct(">I")
 
@@ -43,29 +46,59 @@ class ProducedBatch(NamedTuple):
     attributes: int = 0
 
 
-def check_record_set(data: bytes | None, max_batch_bytes: int, mode: str = "crc") -> tuple[int, list[ProducedBatch]]:
-    """(error code, v2 producer headers) for a produced record set."""
-    if not data:
-        return CORRUPT_MESSAGE, []
+class Checked(NamedTuple):
+    """The verdict on one produced record set: the error code (NONE when it may be stored), why (for the
+    response's error message and the log), the v2 producer headers, and the record count of each entry
+    (counted once here, so appending never inflates a legacy wrapper again)."""
+    error: int
+    reason: str | None = None
     batches: list[ProducedBatch] = []
-    legacy = False
+    counts: list[int] = []
+
+
+def check_record_set(data: bytes | None, max_batch_bytes: int, mode: str = "crc",
+                     max_records: int = DEFAULT_MAX_RECORDS, max_inflated: int = DEFAULT_MAX_INFLATED) -> Checked:
+    """Whether a produced record set may be stored. v2 batches are judged by header and CRC-32C (every header
+    field the CRC does not cover is checked for sense: a bad offset range is INVALID_RECORD, as in Kafka);
+    legacy messages are walked without building records, inner messages' CRCs included. "full" mode also
+    decodes every v2 record. Pure (no broker state), so it may run off the event loop."""
+    if not data:
+        return Checked(CORRUPT_MESSAGE, "empty record set")
+    batches: list[ProducedBatch] = []
+    counts: list[int] = []
     for b in iter_batches(data):
         if b.partial or b.magic not in (0, 1, 2):
-            return CORRUPT_MESSAGE, []
+            return Checked(CORRUPT_MESSAGE, f"truncated or unknown entry (magic {b.magic}) at byte {b.position}")
         if b.size > max_batch_bytes:
-            return MESSAGE_TOO_LARGE, []
+            return Checked(MESSAGE_TOO_LARGE, f"batch of {b.size} bytes is above {max_batch_bytes}")
         if b.magic != 2:
-            legacy = True
+            problem, count = legacy_validate(data, b.position, b.position + b.size, max_inflated=max_inflated,
+                                             max_records=max_records)
+            if problem:
+                return Checked(CORRUPT_MESSAGE, problem)
+            counts.append(count)
             continue
-        if b.size < 61 or _U32.unpack_from(data, b.position + 17)[0] != \
+        if b.size < HEADER_SIZE or _U32.unpack_from(data, b.position + 17)[0] != \
                 crc32c_fast(memoryview(data)[b.position + 21:b.position + b.size]):
-            return CORRUPT_MESSAGE, []
+            return Checked(CORRUPT_MESSAGE, f"batch at byte {b.position} fails its CRC")
+        problem = header_problem(data, b.position, b.size, max_records=max_records)
+        if problem:
+            return Checked(INVALID_RECORD, problem)
         pid, epoch, seq = _V2_PRODUCER.unpack_from(data, b.position + 43)
         attributes = _I16.unpack_from(data, b.position + 21)[0]
         batches.append(ProducedBatch(pid, epoch, seq, seq + b.last_offset - b.base_offset, attributes))
-    if (legacy or mode == "full") and not _decodes_cleanly(data):
-        return CORRUPT_MESSAGE, []
-    return NONE, batches
+        counts.append(b.record_count)
+    if mode == "full" and not _decodes_cleanly(data, max_inflated):
+        return Checked(CORRUPT_MESSAGE, "a record does not decode")
+    return Checked(NONE, None, batches, counts)
+
+
+def needs_inflating(data: bytes | None, mode: str) -> bool:
+    """Whether checking ``data`` inflates anything (legacy wrappers, or "full" mode): work to keep off the
+    event loop."""
+    if mode == "full":
+        return bool(data)
+    return any(b.magic in (0, 1) and not b.partial and b.record_count is None for b in iter_batches(data or b""))
 
 
 def timestamps_within(data: bytes, now_ms: int, before_ms: int | None, after_ms: int | None) -> bool:
@@ -86,8 +119,8 @@ def timestamps_within(data: bytes, now_ms: int, before_ms: int | None, after_ms:
     return True
 
 
-def _decodes_cleanly(data: bytes) -> bool:
-    for entry in decode_records(data):
+def _decodes_cleanly(data: bytes, max_inflated: int) -> bool:
+    for entry in decode_records(data, max_inflated=max_inflated):
         if not entry.crc_ok or getattr(entry, "partial", False):
             return False
         if any(d.startswith("malformed") for d in entry.diagnostics):

@@ -3,10 +3,29 @@
 ``read_capture(path)`` returns a :class:`Capture` (frames, exchanges, records and connections tables;
 ``cap[n]`` is frame n; ``cap.filter("...")``); ``iter_frames(path)`` streams
 :class:`~kafkalab.dissect.frame.Frame`s and ``write_frames(path, out)`` streams the frames table into Parquet;
-``sniff(iface, ports)`` captures live (a packet socket and :mod:`.bpf`'s kernel filter). The sans-IO core
-is :class:`Analyzer` (packets in, frames out) over :class:`HalfStream` (one direction's reassembly);
-:mod:`.bulk` reads whole classic pcap files of regular traffic faster with the same results; :mod:`.cli`
-holds the ``decode``, ``stats`` and ``sniff`` commands.
+``sniff(iface, ports)`` captures live (a packet socket and :mod:`.bpf`'s kernel filter). Both readers take a list of files (a rotated capture).
+
+The pipeline in stages: the packet index (:mod:`kafkalab.pcap.index`, numpy over the mapped file), streams and
+frames (:mod:`.streams` in bulk for regular connections; :class:`Analyzer` over :class:`HalfStream`, packet
+by packet, for the others and for streaming), frame cutting (:func:`kafkalab.protocol.framing.cut_frames`),
+pairing and inference (:mod:`kafkalab.protocol.correlation`), then rows. :mod:`.bulk` joins the two paths in
+one read; :mod:`.cli` holds the ``decode``, ``stats`` and ``sniff`` commands.
+
+Numbering, the one step that looks across connections (a reader that splits a capture by connection must
+number the same way to give the same rows):
+
+* stream ids: connections in the order of their first packet (in capture-time order of the files for a
+  rotated capture); a new SYN on the addresses of an ended connection opens a new one;
+* frame numbers: frames in the order of the packet that completes them (the one holding their last byte),
+  frames completed by the same packet in stream order; a response held back for its connection's next
+  request (its own request was lost, see ``KafkaSession._hold_unpaired``) takes its number when that request
+  completes, with the frames after it on its connection; what is only complete at the end of the capture is
+  numbered last, connection by connection in stream-id order.
+
+Two facts are also shared across connections, and a reader that splits a capture must gather them first:
+topic names learnt from Metadata responses (to name the topic ids of newer Fetch and Produce versions,
+which a client often learns on another connection than the one it fetches on), and the requests a client
+host made on its other connections (the last tier of inference, see :mod:`kafkalab.protocol.correlation`).
 """
 from kafkalab.pcap import CaptureError
 

@@ -1,17 +1,14 @@
 """Reading a whole classic pcap file fast, when most of its traffic is regular.
 
 Owns: :func:`read_bulk`, which ``read_capture`` tries first for uncompressed pcap and pcapng files of
-Ethernet/IPv4 traffic. It gives exactly the frames, tables and connections the general pipeline
+IPv4 traffic (on any common link layer). It gives exactly the frames, tables and connections the general pipeline
 (:class:`~.analyzer.Analyzer`, packet by packet) gives, only faster, by doing the per-packet work in bulk:
 
-1. the record headers are read in one loop, and the Ethernet, IPv4 (no options) and TCP headers of every
-   packet with numpy over the whole file at once;
-2. one pass over the TCP packets assigns connections (streams numbered by first packet, as the general
-   pipeline does) and classifies each connection. It is *regular* when it is on a Kafka port, both
-   directions open with a SYN, every data segment follows the previous one exactly (no hole, overlap,
-   retransmission or reordering), no acknowledgement covers bytes the capture did not see, no byte follows
-   a FIN or RST, and its byte streams cut into whole frames. On the way it cuts regular connections'
-   frames (a frame's position is where its last byte arrived);
+1. the packet index (:func:`kafkalab.pcap.index.packet_index`: every TCP segment's headers as columns, read
+   with numpy over the mapped file);
+2. the streams and frames stages (:func:`.streams.streams`, vectorised): connections numbered by first
+   packet, as the general pipeline does, each classified regular or not, and the regular connections'
+   frames cut (a frame's position is the packet holding its last byte);
 3. a second pass in packet order decodes the regular connections' frames and pairs them. Every packet of
    the other connections goes to an :class:`~.analyzer.Analyzer`, which numbers its streams and frames
    within the same sequence, so the two kinds interleave exactly as in a single general run.
@@ -35,54 +32,20 @@ from kafkalab.dissect import decoding
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
-from kafkalab.pcap.files import PCAP_MAGICS, PCAPNG_SHB, LinkRecord
-from kafkalab.protocol.correlation import PRODUCE, expects_response
+from kafkalab.pcap.files import LinkRecord
+from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
-from .bulk_records import Bail, pcap_records, pcapng_records
-from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FrameStore
-from .framing import MAX_FRAME
-from .session import _KEEP_MESSAGES, API_VERSIONS, advertised_ranges, unpaired_response
+from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore
+from .session import _KEEP_MESSAGES, unpaired_response
+from .streams import Conn, _dotted, span_bytes
 
-SEQ_MOD = 1 << 32
-HALF = 1 << 31
-FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _SIZE = struct.Struct(">i")
 
 
+class Bail(Exception):
+    """The file is not one the bulk reader handles: the general pipeline reads it."""
 
-class _Conn:
-    __slots__ = ("index", "ends", "names", "kafka_port", "client", "irregular", "base", "delivered", "ended",
-                 "syn", "pending", "packets", "payload_bytes", "first_ts", "last_ts", "state", "any_payload",
-                 "in_flight", "requests_seen", "advertised", "client_ids", "client_ip", "requests", "responses",
-                 "host", "last_ns")
-    # ends: ((ip, port) of side 0, of side 1) as integers; side 0 sent the connection's first packet
-
-    def __init__(self, index: int, a: tuple, b: tuple, kafka_port: bool, ts: float) -> None:
-        self.index = index
-        self.ends = (a, b)
-        self.names = (endpoint(_dotted(a[0]), a[1]), endpoint(_dotted(b[0]), b[1]))
-        self.kafka_port = kafka_port
-        self.client: int | None = None          # side (0 or 1) of the client
-        self.irregular = not kafka_port
-        self.base = [None, None]                 # sequence number of stream offset 0, per side
-        self.delivered = [0, 0]
-        self.ended = [False, False]
-        self.syn = [None, None]
-        self.pending = [None, None]              # side -> [start offset, need, have, pieces]
-        self.packets = [0, 0]
-        self.payload_bytes = [0, 0]
-        self.first_ts = self.last_ts = ts
-        self.last_ns = 0                         # the latest packet time in ns (set as packets are read)
-        self.state = "open"
-        self.any_payload = False
-        self.in_flight: dict[int, tuple] = {}   # correlation id -> (index, frame, api key, version, client id, ts)
-        self.requests_seen: dict[tuple[int, int], None] = {}
-        self.advertised: list[tuple[int, int]] = []
-        self.client_ids: list[str] = []
-        self.client_ip = ""
-        self.requests = self.responses = 0      # frames sent by the client, by the server (regular connections)
-        self.host: dict | None = None           # host_requests[client_ip], once the client has sent a request
 
 
 def read_bulk(source, ports: Iterable[int] | None = None):
@@ -96,212 +59,69 @@ def read_bulk(source, ports: Iterable[int] | None = None):
             if len(head) < 24 or head[:2] == b"\x1f\x8b":
                 return None
             # Mapped, not read: the page cache is parsed in place. Nothing keeps the map after the read
-            # (each frame's bytes are copied out as it is decoded), so a file changed later cannot hurt; one
-            # cut shorter *during* the read would (the system stops the process), which is why only files
+            # (frames' bytes are read back from the file when asked for, see FileBytes, which notices a
+            # change); a file cut shorter *during* the read would stop the process, which is why only files
             # already written are read this way (tcpdump and dumpcap only ever append).
             data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None
     try:
-        return _read(data, ports)
+        return _read(data, ports, source)
     except Bail:
         return None
 
 
-def _read(data: bytes, ports: Iterable[int] | None):
-    import numpy as np
+def _read(data: bytes, ports: Iterable[int] | None, path):
+    from kafkalab.pcap.index import NotIndexable, packet_index      # numpy: only when a file is read in bulk
+
+    from .streams import NotRegular, streams
 
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
-    magic = struct.unpack_from("<I", data)[0]
-    if magic in PCAP_MAGICS:
-        body, ts_ns, stored, original, snaplen = pcap_records(data)
-    elif magic == PCAPNG_SHB:
-        body, ts_ns, stored, original, snaplen = pcapng_records(data)
-    else:
-        raise Bail
-    u8 = np.frombuffer(data, dtype=np.uint8)
-    safe = body + 54 <= len(data)                 # room for Ethernet, IPv4 and TCP headers to be read
-    if not safe.all():
-        body = np.where(safe, body, 0)
-
-    def byte(k, at=body):
-        return u8[at + k].astype(np.uint32)
-
-    def be16(k, at=body):
-        return (byte(k, at) << 8) | byte(k + 1, at)
-
-    def be32(k, at=body):
-        return (be16(k, at) << 16) | be16(k + 2, at)
-
-    version_ihl = byte(14)
-    total = be16(16)
-    header_length = (byte(46) >> 4) * 4          # TCP data offset, when the IP header has no options
-    fast = (safe & (stored >= 54) & (stored == original) & ((stored <= snaplen) | (snaplen == 0))
-            & (byte(12) == 8) & (byte(13) == 0) & (version_ihl == 0x45) & (byte(23) == 6)
-            & ((be16(20) & 0x3FFF) == 0) & (total >= 40) & (total + 14 <= stored) & (header_length >= 20))
-    if not fast.all():                          # what the general decoder makes of the rest: no TCP allowed
+    try:
+        index = packet_index(data)
+    except NotIndexable:
+        raise Bail from None
+    records = index.records
+    if len(index.others):                       # what the general decoder makes of the rest: no TCP allowed
         decoder = PacketDecoder()
-        starts = np.where(safe, body, -1)
-        for i in np.nonzero(~fast)[0].tolist():
-            start = int(starts[i]) if starts[i] >= 0 else int(body[i])
-            record = LinkRecord(i + 1, int(ts_ns[i]), 1, data[start:start + int(stored[i])], int(original[i]))
+        for i in index.others.tolist():
+            start, stored = int(records.start[i]), int(records.stored[i])
+            record = LinkRecord(i + 1, int(records.ts_ns[i]), int(records.linktype[i]), data[start:start + stored],
+                                int(records.original[i]))
             if decoder.decode(record) is not None or decoder.pending_fragments():
                 raise Bail
-    index = np.nonzero(fast)[0]
     if not len(index):
         raise Bail
-    at = body[index]
-    total, header_length = total[index].astype(np.int64), header_length[index].astype(np.int64)
-    ts_ns = ts_ns[index].tolist()
-    payload_start = at + 34 + header_length
-    payload_length = np.maximum(at + 14 + total - payload_start, 0)
-    columns = [
-        be32(26, at).tolist(), be16(34, at).tolist(), be32(30, at).tolist(), be16(36, at).tolist(),
-        be32(38, at).tolist(), be32(42, at).tolist(), (byte(47, at) & 0x3F).tolist(),
-        payload_start.tolist(), payload_length.tolist(), (index + 1).tolist(), ts_ns]
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
-    conns, packet_conn, frames = _classify(data, columns, kafka_ports)
+    try:
+        conns, conn_of, frames = streams(index, data, kafka_ports)
+    except NotRegular:
+        raise Bail from None
     if all(c.irregular for c in conns):
         raise Bail
     for conn in conns:
         if not conn.irregular:
             conn.client_ip = _dotted(conn.ends[conn.client][0])
+    packet_conn = [conns[c] for c in conn_of.tolist()]
+    if any(conn.irregular for conn in conns):           # their packets go to the general path one by one
+        columns = [index.src.tolist(), index.sport.tolist(), index.dst.tolist(), index.dport.tolist(),
+                   index.seq.tolist(), index.ack.tolist(), index.flags.tolist(), index.payload_start.tolist(),
+                   index.payload_length.tolist(), index.number.tolist(), index.ts_ns.tolist()]
+    else:
+        columns = [None] * 10 + [index.ts_ns.tolist()]
     row_columns, objects, extras, analyzer = _decode(data, columns, conns, packet_conn, frames, kafka_ports)
     del frames, packet_conn, columns
     store = FrameStore(row_columns, objects, extras)
+    store.raw = FileBytes(path, store.raw)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=len(index),
                    streams=len(conns))
 
 
-def _classify(data: bytes, columns: list, kafka_ports: frozenset):
-    """Pass 1: connections, regularity, and the regular connections' frames.
-    Returns (connections, connection of each packet, frames); a frame is (packet position, connection,
-    side, stream offset, start, end) where its bytes are data[start:end], or (packet position, connection,
-    side, stream offset, 0, 0, [(start, end) byte ranges]) where they come from several segments."""
-    src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, _, ts_ns = columns
-    routes: dict[tuple, tuple] = {}
-    conns: list[_Conn] = []
-    packet_conn: list[_Conn] = []
-    frames: list[tuple] = []
-    unpack = _SIZE.unpack_from
-    for i in range(len(seqs)):
-        s, sp, d, dp = src_ips[i], sports[i], dst_ips[i], dports[i]
-        flags = flagss[i]
-        t = ts_ns[i]
-        route = routes.get((s, sp, d, dp))
-        if route is None:
-            other = routes.get((d, dp, s, sp))
-            if other is not None:
-                route = routes[(s, sp, d, dp)] = (other[0], 1 - other[1])
-            else:
-                conn = _Conn(len(conns), (s, sp), (d, dp), sp in kafka_ports or dp in kafka_ports, t / 1e9)
-                conn.last_ns = t
-                conns.append(conn)
-                if conn.kafka_port and not flags & SYN:     # as Analyzer._open: the Kafka port is the server's
-                    conn.client = 0 if dp in kafka_ports else 1
-                route = routes[(s, sp, d, dp)] = (conn, 0)
-        conn, side = route
-        packet_conn.append(conn)
-        conn.packets[side] += 1
-        if t > conn.last_ns:                   # the latest time, in ns (as floats: the same maximum)
-            conn.last_ns = t
-        length = lengths[i]
-        conn.payload_bytes[side] += length
-        seq = seqs[i]
-        if flags & SYN and not flags & ACK and conn.packets[0] + conn.packets[1] > 1:
-            # A SYN on a known 5-tuple: the general pipeline may open a new stream here, which would change
-            # the numbering of every later stream. Only an exact repeat of the connection's own SYN before
-            # any data is harmless (and left to the general pipeline).
-            if conn.irregular or conn.state != "open" or conn.any_payload or conn.syn[side] != seq:
-                raise Bail
-            conn.irregular = True
-        if conn.irregular:
-            continue
-        if flags & SYN:
-            if conn.syn[side] is not None or length:
-                conn.irregular = True
-                continue
-            conn.syn[side] = seq
-            conn.base[side] = (seq + 1) % SEQ_MOD
-            if conn.client is None:
-                conn.client = side if not flags & ACK else 1 - side
-            seq = (seq + 1) % SEQ_MOD
-        if length or flags & FIN:
-            if conn.base[side] is None or conn.ended[side] or conn.client is None:
-                conn.irregular = True           # mid-stream start, bytes after FIN/RST, unknown roles
-                continue
-            if length:
-                delivered = conn.delivered[side]
-                if (seq - conn.base[side] - delivered) % SEQ_MOD:
-                    conn.irregular = True       # a hole, an overlap, a retransmission
-                    continue
-                conn.any_payload = True
-                start = starts[i]
-                if conn.pending[side] is None and length >= 4 and unpack(data, start)[0] == length - 4 \
-                        and length - 4 <= MAX_FRAME:        # one whole frame: the common case, inline
-                    frames.append((i, conn, side, delivered, start, start + length))
-                elif not _cut(data, conn, side, i, start, length, delivered, frames, unpack):
-                    conn.irregular = True
-                    continue
-                conn.delivered[side] = delivered + length
-            if flags & FIN:
-                conn.ended[side] = True
-                if conn.state == "open":
-                    conn.state = "FIN"
-        if flags & ACK:
-            peer = 1 - side
-            base = conn.base[peer]
-            if base is not None and not conn.ended[peer]:
-                delta = (acks[i] - base - conn.delivered[peer] + HALF) % SEQ_MOD - HALF
-                if delta > 0:
-                    conn.irregular = True       # acknowledges bytes the capture did not see (yet)
-                    continue
-        if flags & RST:
-            conn.state = "RST"
-            conn.ended = [True, True]
-    for conn in conns:
-        conn.last_ts = conn.last_ns / 1e9
-        if conn.pending[0] is not None or conn.pending[1] is not None:
-            conn.irregular = True               # a frame cut off by the end of the capture
-    if any(conn.irregular for conn in conns):   # frames cut before their connection turned out irregular
-        frames = [f for f in frames if not f[1].irregular]
-    return conns, packet_conn, frames
-
-
-def _cut(data: bytes, conn: _Conn, side: int, position: int, start: int, length: int, delivered: int,
-         frames: list, unpack) -> bool:
-    """Cut the frames a data segment completes; False when the stream does not cut into whole frames."""
-    pos, end = start, start + length
-    pending = conn.pending[side]
-    if pending is not None:
-        offset, need, have, pieces = pending
-        missing = need - have
-        if length < missing:
-            pieces.append((pos, end))
-            pending[2] = have + length
-            return True
-        pieces.append((pos, pos + missing))
-        frames.append((position, conn, side, offset, 0, 0, pieces))
-        conn.pending[side] = None
-        pos += missing
-    while pos + 4 <= end:
-        size = unpack(data, pos)[0]
-        if size < 0 or size > MAX_FRAME:
-            return False
-        stop = pos + 4 + size
-        if stop > end:
-            conn.pending[side] = [delivered + pos - start, 4 + size, end - pos, [(pos, end)]]
-            return True
-        frames.append((position, conn, side, delivered + pos - start, pos, stop))
-        pos = stop
-    return pos == end                           # a size prefix split across segments: not handled here
-
-
-def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_Conn], frames: list,
+def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], frames: list,
             kafka_ports: frozenset):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
@@ -329,6 +149,10 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
     request, request_parts = decoding.request, decoding.request_parts
     response, response_parts = decoding.response, decoding.response_parts
     unpack_from = _SIZE.unpack_from
+    from kafkalab.pcap.index import WINDOW, release
+
+    view = memoryview(data)
+    let_go = WINDOW
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     request_memo, response_memo, remember = repeats.requests, repeats.responses, repeats.remember
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
@@ -358,9 +182,13 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
         if len(frame) == 6:
             i, conn, side, offset, start, end = frame
             raw = data[start:end]
+            where = (start, end)
+            if start > let_go:                  # the pages read so far are let go (see pcap.index.release)
+                release(data, start)
+                let_go = start + WINDOW
         else:
-            i, conn, side, offset, _, _, pieces = frame
-            raw = b"".join(data[a:b] for a, b in pieces)
+            i, conn, side, offset, _, _, where = frame
+            raw = span_bytes(view, where)
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
@@ -376,7 +204,7 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
                 message, keep = None, False
                 topics, code, error, records, notes, summary, topic_ids = describe_body(
                     api_key, api_name, version, "request", body, None, topic_names)
-                answered = api_key != PRODUCE or expects_response(api_key, body)
+                answered = expects_response(api_key, body)
                 remember(request_memo, key, "request", (api_key, api_name, version, client_id, size, code, error,
                                                          tuple(topics), records, summary, answered), notes)
             else:
@@ -385,14 +213,12 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
                 api_name, client_id, body, size = message.api_name, message.client_id, message.body, message.size
                 keep = api_key in _KEEP_MESSAGES or body is None
                 topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
-                answered = api_key != PRODUCE or expects_response(api_key, body)
+                answered = expects_response(api_key, body)
             c_kind.append("request")
             conn.requests += 1
-            if api_key >= 0 and version >= 0 and correlation_id >= 0:
-                if answered:
-                    conn.in_flight[correlation_id] = (index, count, api_key, version, client_id, ts)
+            if conn.asked.request(api_key, version, correlation_id, answered,
+                                  (index, count, api_key, version, client_id, ts)):
                 pair = (api_key, version)
-                conn.requests_seen[pair] = None
                 host = conn.host
                 if host is None:                # the capture-wide dict of the client's host (never replaced)
                     host = host_requests.get(conn.client_ip)
@@ -404,7 +230,7 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
                 conn.client_ids.append(client_id)
         else:
             correlation_id = unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
-            asked = conn.in_flight.pop(correlation_id, None)
+            asked = conn.asked.response(correlation_id)
             inferred = False
             parts = None
             if asked is not None:
@@ -426,7 +252,7 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
                 else:
                     message = response(raw, api_key, version)
             else:
-                message, inferred = unpaired_response(raw, correlation_id, conn.requests_seen, conn.advertised,
+                message, inferred = unpaired_response(raw, correlation_id, conn.asked.pairs, conn.advertised,
                                                       host_requests.get(conn.client_ip, {}))
                 client_id = None
             if parts is None:
@@ -466,7 +292,7 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
         c_summary.append(summary)
         c_diagnostics.append(notes)
         c_ts.append(ts)
-        c_raw.append(raw)
+        c_raw.append(where)                     # the bytes stay in the file (see FileBytes)
         c_offset.append(offset)
         if keep or topic_ids is not None:
             extras[index] = (message if keep else None, topic_ids)
@@ -491,10 +317,6 @@ def _decode(data: bytes, columns: list, conns: list[_Conn], packet_conn: list[_C
     dense[R_LATENCY] = latency_column
     dense[R_INFERRED] = inferred_column
     return dense, objects, extras, analyzer
-
-
-def _dotted(value: int) -> str:
-    return socket.inet_ntoa(value.to_bytes(4, "big"))
 
 
 def _merge(packets: list[int], frames: list[tuple]) -> list:
@@ -523,7 +345,7 @@ def _ip_name(value: int, names: dict[int, str]) -> str:
     return name
 
 
-def _connection_row(conn: _Conn) -> dict:
+def _connection_row(conn: Conn) -> dict:
     client = conn.client
     server = 1 - client
     return {

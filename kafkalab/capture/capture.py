@@ -21,6 +21,10 @@ PROGRESS_MIN_BYTES = 64 << 20
 
 
 def _packets(source, diagnostics: list[str], progress) -> Iterator[TcpPacket]:
+    if _is_file_list(source):
+        for path in in_capture_order(source):
+            yield from _packets(path, diagnostics, progress)
+        return
     if isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)) or hasattr(source, "read"):
         bar = _progress_bar(source, progress)
         if bar is None:
@@ -40,6 +44,22 @@ def _packets(source, diagnostics: list[str], progress) -> Iterator[TcpPacket]:
         packet = item if isinstance(item, TcpPacket) else from_scapy(item)
         if packet is not None:
             yield packet
+
+
+def _is_file_list(source) -> bool:
+    return isinstance(source, (list, tuple)) and bool(source) and \
+        all(isinstance(item, (str, os.PathLike)) for item in source)
+
+
+def in_capture_order(paths) -> list:
+    """Capture files that continue each other (a rotated capture: ``tcpdump -C/-G``, ``dumpcap -b``), in the
+    order of their first TCP packet's time, whatever order they were named in. Read in that order they are
+    one capture: a connection that spans files continues where the previous file left it."""
+    def first_time(path) -> int:
+        first = next(read_packets(path), None)
+        return first.ts_ns if first is not None else 1 << 62
+
+    return sorted(paths, key=lambda path: (first_time(path), str(path)))
 
 
 def _progress_bar(source, progress):
@@ -149,7 +169,10 @@ class Capture:
 
     @property
     def records(self):
-        from kafkalab.dissect.tables import records_table
+        from kafkalab.dissect.records_table import records_table
+        if self._store is not None:             # read from the held bytes: no Frame objects made
+            from .rows import record_sources
+            return self._table("records", lambda: records_table(record_sources(self._store)))
         return self._table("records", lambda: records_table(self.frame_list))
 
     @property
@@ -216,9 +239,10 @@ def format_frame(frame: Frame, *, hex: bool = False) -> str:
 
 
 def read_capture(path_or_packets, ports: Iterable[int] | None = None, progress=None) -> Capture:
-    """Read a whole capture (pcap/pcapng path, gzip or not, a file object, or packets) into a Capture."""
+    """Read a whole capture (pcap/pcapng path, gzip or not, a file object, or packets) into a Capture.
+    A list of paths is read as one capture, the files in capture-time order (see :func:`in_capture_order`)."""
     with gc_paused():
-        if BULK:
+        if BULK and not _is_file_list(path_or_packets):
             from .bulk import read_bulk
 
             capture = read_bulk(path_or_packets, ports)

@@ -162,6 +162,8 @@ def _warn_all(notes: Iterable[str]) -> None:
 
 
 def _check_capture(path: str) -> None:
+    if path == "-" and sys.stdin is None:
+        raise CaptureError("standard input is closed: there is no capture to read from '-'")
     if path != "-" and not os.path.exists(path):
         raise UsageError(f"no such capture file: {path} (check the path; - reads standard input)")
     if os.path.isdir(path):
@@ -231,15 +233,18 @@ def _frame_batches(args: argparse.Namespace, where, limit: int | None, notes: li
     return (rows[start:start + WHOLE_BATCH] for start in range(0, len(rows), WHOLE_BATCH))
 
 
-WHOLE_BYTES = 64 << 20              # captures up to this size are read whole by decode and stats
+WHOLE_BYTES = 1 << 30               # captures up to this size are read whole by decode and stats (a whole
+#                                     read holds each frame's row, not its bytes: about 300 MB for 500 MB)
+SMALL_BYTES = 1 << 20               # ... from this size: smaller ones stream (no numpy to load for them)
 WHOLE_BATCH = 20_000
 
 
 def whole_capture(path: str, ports: list[int]):
     """The capture at ``path`` read whole by the bulk reader, or None: standard input, a file larger than
-    ``WHOLE_BYTES`` (streamed instead, to keep memory bounded: a whole read holds every frame) or one the
-    bulk reader leaves to the general pipeline (compressed, other link types, irregular traffic)."""
-    if path == "-" or not os.path.isfile(path) or os.path.getsize(path) > WHOLE_BYTES:
+    ``WHOLE_BYTES`` (streamed instead, to keep memory bounded: a whole read holds every frame's row) or one the
+    bulk reader leaves to the general pipeline (compressed, other link types, irregular traffic). A small
+    capture streams too: its start-up is what a user waits for, and the bulk reader's numpy is not needed."""
+    if path == "-" or not os.path.isfile(path) or not SMALL_BYTES <= os.path.getsize(path) <= WHOLE_BYTES:
         return None
     from .bulk import read_bulk
     from .capture import gc_paused

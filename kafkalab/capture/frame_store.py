@@ -1,7 +1,9 @@
 """The frames of a bulk read (see :mod:`.bulk`), held as columns: :class:`FrameStore` and the row layout the
-bulk reader fills.
+bulk reader fills; :class:`FileBytes`, the frames' bytes left in the capture file until asked for.
 """
 from __future__ import annotations
+
+import os
 
 # row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frame._ROW_FIELDS), then extras
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
@@ -97,3 +99,40 @@ def _as_row(frame) -> list:
 
     return [*_ROW(frame), frame.raw, frame.stream_offset if frame.stream_offset is not None else -1,
             frame.topic_ids, None]
+
+
+class CaptureFileChanged(RuntimeError):
+    """The capture file changed after it was read: the frames' bytes can no longer be read from it."""
+
+
+class FileBytes:
+    """Each frame's bytes, by index: held ones as they are, the others read back from the capture file when
+    asked for (its place: ``(start, end)``, or a span over segments, see :func:`.streams.span_ranges`).
+
+    Why: a read that kept every frame's bytes would hold the capture's size in memory again; the page cache
+    holds them already. The file may grow (a capture still being written only has packets appended); any
+    other change (shorter, or rewritten at the same size) is an error."""
+
+    def __init__(self, path, entries: list) -> None:
+        self.path = os.fspath(path)
+        info = os.stat(self.path)
+        self._stamp = (info.st_size, info.st_mtime_ns)
+        self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, index: int) -> bytes | None:
+        entry = self.entries[index]
+        if entry is None or isinstance(entry, (bytes, bytearray)):
+            return entry
+        from .streams import span_ranges
+
+        ranges = [entry] if len(entry) == 2 else span_ranges(entry)
+        with open(self.path, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            size, mtime = self._stamp
+            if info.st_size < size or (info.st_size == size and info.st_mtime_ns != mtime):
+                raise CaptureFileChanged(f"{self.path} changed after it was read: read it again")
+            return b"".join(os.pread(stream.fileno(), end - start, start) for start, end in ranges)
+

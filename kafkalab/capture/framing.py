@@ -24,7 +24,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
-MAX_FRAME = 100 << 20               # Kafka's default socket.request.max.bytes
+from kafkalab.protocol.framing import MAX_FRAME_SIZE as MAX_FRAME
+from kafkalab.protocol.framing import cut_frames
+
 MAX_UNSYNCED = 4 << 20              # scan window while looking for a frame start
 LOOKAHEAD = 64 << 10                # how far past a waiting candidate a whole frame is looked for
 _SIZE = struct.Struct(">i")
@@ -89,22 +91,17 @@ class FrameCutter:
                 frames.append(CutFrame(self._start, b"".join(self._parts), self._take_notes()))
                 self._parts, self._have = [], 0
                 pos = missing
-        unpack = _SIZE.unpack_from
-        while pos + 4 <= n:
-            size = unpack(data, pos)[0]
-            if size < 0 or size > MAX_FRAME:
-                self._buf = bytearray(memoryview(data)[pos:])
-                self._pos, self._offset = 0, offset + pos
-                return frames + self._run()
-            end = pos + 4 + size
-            if end > n:
-                self._need = 4 + size
-                break
-            raw = data if (pos == 0 and end == n) else data[pos:end]
-            frames.append(CutFrame(offset + pos, raw, self._take_notes() if self._notes else []))
-            pos = end
-        else:
-            self._need = 0
+        cut = cut_frames(data, pos, n)
+        take_notes = self._take_notes
+        for start, end in cut.frames:
+            raw = data if (start == 0 and end == n) else data[start:end]
+            frames.append(CutFrame(offset + start, raw, take_notes() if self._notes else []))
+        pos = cut.stop
+        if cut.impossible is not None:
+            self._buf = bytearray(memoryview(data)[pos:])
+            self._pos, self._offset = 0, offset + pos
+            return frames + self._run()
+        self._need = cut.need if cut.need > 4 else 0
         if pos < n:
             self._parts = [memoryview(data)[pos:] if pos else data]
             self._have = n - pos
@@ -161,24 +158,18 @@ class FrameCutter:
         while True:
             if not self.synced and not self._resync():
                 break
-            available = len(buf) - self._pos
-            if available < 4:
-                break
-            size = _SIZE.unpack_from(buf, self._pos)[0]
-            if size < 0 or size > MAX_FRAME:
-                self.synced = False
-                self._notes.append(f"resynchronised after an impossible frame size {size}")
-                self._pos += 1
-                self.skipped += 1
-                continue
-            if available < 4 + size:
-                break
+            cut = cut_frames(buf, self._pos)
             with memoryview(buf) as view:
-                raw = bytes(view[self._pos:self._pos + 4 + size])
-            frame = CutFrame(self._offset + self._pos, raw, self._notes)
-            self._notes = []
-            frames.append(frame)
-            self._pos += 4 + size
+                for start, end in cut.frames:
+                    frames.append(CutFrame(self._offset + start, bytes(view[start:end]), self._notes))
+                    self._notes = []
+            self._pos = cut.stop
+            if cut.impossible is None:
+                break
+            self.synced = False
+            self._notes.append(f"resynchronised after an impossible frame size {cut.impossible}")
+            self._pos += 1
+            self.skipped += 1
         if self._pos and (self._pos >= len(buf) or self._pos > 1 << 16):
             del buf[:self._pos]
             self._offset += self._pos

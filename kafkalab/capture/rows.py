@@ -44,3 +44,33 @@ def frame_rows(columns: dict[str, list], frame_of: Callable[[int], object]) -> l
     """Rows from plain columns (``FIELDS`` -> lists of equal length); ``frame_of(number)`` gives the Frame."""
     make = partial(tuple.__new__, row_type(frame_of))     # what _make does, without its Python-level call
     return list(map(make, zip(*(columns[name] for name in FIELDS))))
+
+
+class _Light:
+    """What the records table reads of a frame held as table rows: no Frame made unless the body is needed
+    (only when the raw bytes do not decode)."""
+
+    __slots__ = ("frame", "kind", "api_key", "api_version", "response_frame", "raw", "topic_ids", "_made")
+
+    def __init__(self, frame, kind, api_key, api_version, response_frame, raw, topic_ids, made) -> None:
+        self.frame, self.kind, self.api_key, self.api_version = frame, kind, api_key, api_version
+        self.response_frame, self.raw, self.topic_ids, self._made = response_frame, raw, topic_ids, made
+
+    @property
+    def body(self):
+        return self._made().body
+
+
+def record_sources(store) -> list:
+    """The frames of a bulk read (a :class:`~.frame_store.FrameStore`) as the records table reads them."""
+    columns = store.columns
+    extras = store.extras
+    out = []
+    for i, made in enumerate(store.objects):
+        if made is not None:
+            out.append(made)
+            continue
+        out.append(_Light(columns["frame"][i], columns["kind"][i], columns["api_key"][i],
+                          columns["api_version"][i], columns["response_frame"][i], store.raw[i],
+                          extras.get(i, (None, None))[1], partial(store.frame, i)))
+    return out

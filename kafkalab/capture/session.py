@@ -16,11 +16,11 @@ from kafkalab.dissect import decoding
 from kafkalab.dissect.frame import Frame, build_frame
 from kafkalab.pcap import endpoint
 from kafkalab.protocol import Response
-from kafkalab.protocol.correlation import PRODUCE, expects_response
+from kafkalab.protocol.correlation import (API_VERSIONS, Asked, advertised_ranges, expects_response, fits,
+                                           infer_response, inference_tiers)
 
 from .connection import Connection, Endpoint
 from .framing import CutFrame, FrameCutter
-from .inference import infer_response
 from .plausible import (MAX_RESYNC_FRAME, REQUEST_START, RESPONSE_START, plausible_request, request_header_ok,
                         response_head)
 from .reassembly import DataReceived, GapDetected, StreamEnded
@@ -30,7 +30,7 @@ MIDSTREAM_NOTE = "capture started mid-connection (this direction's earlier bytes
 PROBE_LIMIT = 1 << 20            # bytes examined on a non-Kafka port before giving up
 PROBE_SILENT = 256 << 10         # ... or before giving up on a connection in which no frame could be cut
 DECIDE_BYTES = 64 << 10          # bytes that may wait for a connection's roles to be known
-API_VERSIONS = 18
+HOLD_LIMIT = 64                  # frames that may wait behind a response whose request was lost
 _CORRELATION = struct.Struct(">i")
 
 
@@ -39,14 +39,14 @@ class KafkaSession:
                  topic_names: dict | None = None) -> None:
         self.connection = connection
         self.kafka = True if kafka_port else None       # None: still probing
-        # requests waiting for their response, by correlation id (see kafkalab.protocol.correlation: the same
-        # rules, kept inline here because this runs for every frame): correlation id -> request Frame
-        self.in_flight: dict[int, Frame] = {}
+        # what the connection asked (kafkalab.protocol.correlation): requests waiting for their response
+        # (correlation id -> request Frame) and the (api_key, api_version) pairs used, in order of first use
+        self.asked = Asked()
+        self.in_flight: dict[int, Frame] = self.asked.in_flight
         self.cutters: dict[Endpoint, FrameCutter] = {}
         self.held: list[Frame] = []
         self.probed = 0
-        # (api_key, api_version) pairs asked, in order of first use (a dict as an ordered set, bounded by schema)
-        self.requests_seen: dict[tuple[int, int], None] = {}
+        self.requests_seen: dict[tuple[int, int], None] = self.asked.pairs
         self.advertised: list[tuple[int, int]] = []
         self.host_requests = host_requests          # client ip -> {(api_key, api_version): None}, capture-wide
         self.topic_names = {} if topic_names is None else topic_names   # topic id -> name, capture-wide
@@ -62,6 +62,10 @@ class KafkaSession:
         self._waiting: list[tuple] | None = [] if unknown else None
         self._scans: dict[Endpoint, list] = {}          # sender -> [its first bytes, next offset to scan]
         self._cut_any = False                           # has any frame been cut (probing gives up sooner if not)
+        # frames held back behind a response whose request was lost and which fits nothing this connection
+        # asked so far: its next request may say what it was (see _hold_unpaired)
+        self._deferred: list | None = None
+        self._guessed: dict[int, tuple] = {}            # held frame (by id) -> (cut frame, sender, ts), probing
 
     def silence_note(self) -> str | None:
         """What to tell a user about a connection whose bytes gave no Kafka frame, at the end of the capture
@@ -213,13 +217,14 @@ class KafkaSession:
         return self._frames(cut, sender, side[1], ts) if cut else []
 
     def finish(self) -> list[Frame]:
-        """End of capture: frames held while probing are dropped unless the connection proved to be Kafka."""
-        self.held = []
-        return []
+        """End of capture: frames held while probing are dropped unless the connection proved to be Kafka;
+        frames held behind a response to infer are inferred with what is known and released."""
+        self.held, self._guessed = [], {}
+        return self._release()
 
     def _give_up(self) -> list[Frame]:
         self.kafka = False
-        self.held = []
+        self.held, self._guessed = [], {}
         self.cutters = {}
         self._sides = {}
         return []
@@ -228,7 +233,15 @@ class KafkaSession:
         self._cut_any = self._cut_any or bool(cut)
         decode = self._request if is_client else self._response
         if self.kafka is True:
-            return [decode(piece, sender, ts) for piece in cut]
+            if self._deferred is None:
+                frames = [decode(piece, sender, ts) for piece in cut]
+                if not any(isinstance(frame, _Unpaired) for frame in frames):
+                    return frames
+                self._deferred, frames = frames, []
+            else:
+                frames = [decode(piece, sender, ts) for piece in cut]
+                self._deferred.extend(frames)
+            return self._release() if (is_client and frames) or len(self._deferred) > HOLD_LIMIT else []
         out: list[Frame] = []
         for piece in cut:
             frame = decode(piece, sender, ts)
@@ -236,12 +249,21 @@ class KafkaSession:
                 if not self._probe(frame, is_client):
                     return self._give_up()
                 self.held.append(frame)
+                if frame.inferred:
+                    self._guessed[id(frame)] = (piece, sender, ts)
                 if self.kafka:
-                    out.extend(self.held)
-                    self.held = []
+                    out.extend(self._confirmed())
             else:
                 out.append(frame)
         return out
+
+    def _confirmed(self) -> list[Frame]:
+        """The frames held while probing, now that the connection is known to be Kafka: responses inferred
+        before the requests that came after them were seen are inferred again (see ``_hold_unpaired``)."""
+        held, guessed, self.held, self._guessed = self.held, self._guessed, [], {}
+        for piece, sender, ts in guessed.values():
+            self.frames_sent[sender] -= 1               # counted again as they are inferred again
+        return [self._infer(*guessed[id(f)]) if id(f) in guessed else f for f in held]
 
     def _probe(self, frame: Frame, is_client: bool) -> bool:
         """While probing a non-Kafka port: False rules the connection out; a clean pair confirms it."""
@@ -257,16 +279,13 @@ class KafkaSession:
     def _request(self, piece: CutFrame, sender: Endpoint, ts: float) -> Frame:
         message = decoding.request(piece.raw)
         frame = self._frame(message, piece, sender, ts, None, False)
-        api_key, api_version, correlation_id = message.api_key, message.api_version, message.correlation_id
-        if api_key >= 0 and api_version >= 0 and correlation_id >= 0:
-            if api_key != PRODUCE or expects_response(api_key, message.body):
-                self.in_flight[correlation_id] = frame
-            pair = (api_key, api_version)
-            self.requests_seen[pair] = None
+        api_key, api_version = message.api_key, message.api_version
+        if self.asked.request(api_key, api_version, message.correlation_id,
+                              expects_response(api_key, message.body), frame):
             host = self.host_requests.get(sender[0])
             if host is None:
                 host = self.host_requests[sender[0]] = {}
-            host[pair] = None
+            host[(api_key, api_version)] = None
         client_id = message.client_id
         if client_id and client_id not in self.client_ids:
             self.client_ids.append(client_id)
@@ -275,19 +294,41 @@ class KafkaSession:
     def _response(self, piece: CutFrame, sender: Endpoint, ts: float) -> Frame:
         raw = piece.raw
         correlation_id = _CORRELATION.unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
-        request = self.in_flight.pop(correlation_id, None)
-        if request is not None:
-            message = decoding.response(raw, request.api_key, request.api_version)
-            frame = self._frame(message, piece, sender, ts, request.client_id, False)
-            frame._request = request
-        else:
-            client = self.connection.other(sender)
-            message, inferred = unpaired_response(raw, correlation_id, self.requests_seen, self.advertised,
-                                                  self.host_requests.get(client[0], {}))
-            frame = self._frame(message, piece, sender, ts, None, inferred)
+        request = self.asked.response(correlation_id)
+        if request is None:
+            return _Unpaired(piece, sender, ts) if self._hold_unpaired(raw) else self._infer(piece, sender, ts)
+        message = decoding.response(raw, request.api_key, request.api_version)
+        frame = self._frame(message, piece, sender, ts, request.client_id, False)
+        frame._request = request
+        self._learn(message)
+        return frame
+
+    def _learn(self, message) -> None:
         if message.api_key == API_VERSIONS and message.body:
             self.advertised.extend(advertised_ranges(message.body))
-        return frame
+
+    def _infer(self, piece: CutFrame, sender: Endpoint, ts: float) -> Frame:
+        raw = piece.raw
+        correlation_id = _CORRELATION.unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
+        client = self.connection.other(sender)
+        message, inferred = unpaired_response(raw, correlation_id, self.requests_seen, self.advertised,
+                                              self.host_requests.get(client[0], {}))
+        self._learn(message)
+        return self._frame(message, piece, sender, ts, None, inferred)
+
+    def _hold_unpaired(self, raw: bytes) -> bool:
+        """Hold back a response whose request was not seen when it fits nothing this connection has asked
+        yet (a capture that lost a connection's first request): the connection's next request most likely
+        names its API and version, so this frame and those after it on this connection wait for that request
+        (at most ``HOLD_LIMIT`` frames, or the end of the capture). Without this, a lost Produce v10 request's
+        response would read as the newest version the bytes fit (v12), not as the version the connection
+        uses."""
+        return self.kafka is True and not fits(raw, self.requests_seen)
+
+    def _release(self) -> list[Frame]:
+        """The held frames, in their order, the waiting responses inferred with what is known now."""
+        held, self._deferred = self._deferred or [], None
+        return [self._infer(f.piece, f.sender, f.ts) if isinstance(f, _Unpaired) else f for f in held]
 
     def _frame(self, message, piece: CutFrame, sender: Endpoint, ts: float, client_id: str | None,
                inferred: bool) -> Frame:
@@ -304,31 +345,24 @@ class KafkaSession:
         return frame
 
 
+class _Unpaired:
+    """A response held back until its connection's next request (see ``KafkaSession._hold_unpaired``)."""
+
+    __slots__ = ("piece", "sender", "ts")
+
+    def __init__(self, piece: CutFrame, sender: Endpoint, ts: float) -> None:
+        self.piece, self.sender, self.ts = piece, sender, ts
+
+
 def unpaired_response(raw: bytes, correlation_id: int, requests_seen: dict, advertised: list,
                       host_seen: dict) -> tuple[Response, bool]:
-    """(message, inferred) for a response whose request was not seen: inferred by trial decoding over the
-    connection's requests, the advertised ranges and the client host's requests; else left undecoded."""
-    tiers = [("this connection's requests", list(reversed(requests_seen))),
-             ("the ApiVersions ranges advertised", advertised),
-             ("requests from the same client host", list(reversed(host_seen)))]
-    message, note = infer_response(raw, tiers)
+    """(message, inferred) for a response whose request was not seen: inferred by trial decoding (see
+    :mod:`kafkalab.protocol.correlation`); else left undecoded."""
+    message, note = infer_response(raw, inference_tiers(requests_seen, advertised, host_seen))
     if message is not None:
         return message, True
     return Response(api_key=-1, api_name="", api_version=-1, correlation_id=correlation_id, body=None,
                     size=struct.unpack_from(">i", raw, 0)[0], diagnostics=[note]), False
-
-
-def advertised_ranges(body: dict) -> list[tuple[int, int]]:
-    """(api_key, version) pairs an ApiVersions response advertises."""
-    out = []
-    for entry in body.get("api_keys") or []:
-        try:
-            low, high = int(entry["min_version"]), int(entry["max_version"])
-            key = int(entry["api_key"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        out.extend((key, v) for v in range(max(low, 0), min(high, 64) + 1))
-    return out
 
 
 def _fits_exactly(raw: bytes, api_key: int, api_version: int) -> bool:

@@ -33,16 +33,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from . import columns as spec
 from .frame import FRAME_COLUMNS
 
-# column -> kind: "int", "float", "str", "bool", "list", "time"
-COLUMN_KINDS: dict[str, str] = {
-    "frame": "int", "time": "time", "ts": "float", "stream": "int", "src": "str", "dst": "str", "kind": "str",
-    "api_key": "int", "api_name": "str", "api_version": "int", "correlation_id": "int", "client_id": "str",
-    "size": "int", "request_frame": "int", "response_frame": "int", "latency_ms": "float", "error_code": "int",
-    "error": "str", "topics": "list", "record_count": "int", "summary": "str", "diagnostics": "list",
-    "inferred": "bool",
-}
+# column -> kind: "int", "float", "str", "bool", "list", "time" (from the column spec; ``ts`` is the rows' time)
+COLUMN_KINDS: dict[str, str] = spec.filter_kinds("frames") | {"ts": "float"}
 assert set(FRAME_COLUMNS) <= set(COLUMN_KINDS)
 
 _KEYWORDS = {"and", "or", "not", "in", "contains", "matches", "true", "false", "null", "none"}
@@ -171,10 +166,15 @@ class _Parser:
         self.columns = columns
         self.tokens = _tokens(text)
         self.i = 0
+        self.used: set[str] = set()          # the columns the expression reads
 
     @property
     def token(self) -> _Token:
-        return self.tokens[self.i]
+        return self.ahead(0)
+
+    def ahead(self, k: int) -> _Token:
+        """The token ``k`` places on; past the end, the end token (an unfinished filter reads as ended)."""
+        return self.tokens[min(self.i + k, len(self.tokens) - 1)]
 
     def error(self, message: str, token: _Token | None = None) -> FilterError:
         return FilterError(message, self.text, (token or self.token).position)
@@ -230,7 +230,7 @@ class _Parser:
         elif self.word() in ("in", "contains", "matches"):
             op = self.word()
             self.i += 1
-        elif self.word() == "not" and self.word(self.tokens[self.i + 1]) == "in":
+        elif self.word() == "not" and self.word(self.ahead(1)) == "in":
             op = "not in"
             self.i += 2
         if op is None:
@@ -263,6 +263,7 @@ class _Parser:
             if token.text not in self.columns:
                 known = ", ".join(sorted(self.columns))
                 raise self.error(f"unknown column {token.text!r} (columns: {known})", token)
+            self.used.update(("time", "ts") if token.text in ("time", "ts") else (token.text,))
             return _Operand("column", token.text, token.position, _getter(token.text))
         if token.kind == "end":
             raise self.error("unexpected end of filter")
@@ -297,7 +298,7 @@ class _Parser:
 
     def _set_ahead(self) -> bool:
         """After '(': a literal followed by ',' or ')' starts a set, anything else an expression."""
-        token, after = self.tokens[self.i], self.tokens[self.i + 1]
+        token, after = self.ahead(0), self.ahead(1)
         literal = token.kind in ("string", "number") or self.word(token) in ("true", "false", "null", "none")
         if token.kind == "op" and token.text == ")":
             return True
@@ -417,7 +418,9 @@ class Filter:
 
     def __init__(self, expression: str, columns: dict[str, str] | None = None) -> None:
         self.expression = expression
-        self._predicate = _Parser(expression, columns or COLUMN_KINDS).parse()
+        parser = _Parser(expression, columns or COLUMN_KINDS)
+        self._predicate = parser.parse()
+        self.columns_used = frozenset(parser.used)
 
     def __call__(self, row: Any) -> bool:
         return bool(self._predicate(row))
@@ -432,7 +435,9 @@ class Filter:
         """A boolean Series over a frames table (rows read with ``itertuples``)."""
         import pandas as pd
 
-        values = [bool(self._predicate(row)) for row in table.itertuples(index=False)]
+        needed = [c for c in table.columns if c in self.columns_used]     # read only what the filter uses
+        rows = table[needed].itertuples(index=False) if needed else table.itertuples(index=False)
+        values = [bool(self._predicate(row)) for row in rows]
         return pd.Series(values, index=table.index, dtype=bool)
 
 

@@ -18,11 +18,10 @@ from kafkalab.protocol import Message, decode_request, decode_response
 from kafkalab.protocol.schema.error_codes import error_name
 from kafkalab.protocol.tree import FieldNode
 
+from . import columns as spec
 from .facts import FACTS_BY_VERSION, facts_function
 
-FRAME_COLUMNS = ["frame", "time", "stream", "src", "dst", "kind", "api_key", "api_name", "api_version",
-                 "correlation_id", "client_id", "size", "request_frame", "response_frame", "latency_ms",
-                 "error_code", "error", "topics", "record_count", "summary", "diagnostics", "inferred"]
+FRAME_COLUMNS = spec.names("frames")
 
 SUMMARY_FIELDS = {  # api_key -> body fields worth showing in a one-line summary
     0: ("acks",), 1: ("isolation_level", "max_wait_ms"), 2: ("isolation_level",), 8: ("group_id",),
@@ -296,10 +295,9 @@ def summary_text(api_name: str, api_version: int, kind: str, partitions: dict, r
     return text
 
 
-INTEGER_COLUMNS = {"frame": "Int64", "stream": "Int64", "api_key": "Int16", "api_version": "Int16",
-                   "correlation_id": "Int32", "size": "Int64", "request_frame": "Int64", "response_frame": "Int64",
-                   "error_code": "Int16", "record_count": "Int64"}
-STRING_COLUMNS = ("src", "dst", "kind", "api_name", "client_id", "error", "summary")
+INTEGER_COLUMNS = {c.name: c.type.capitalize() for c in spec.FRAMES if c.type.startswith("int")}  # "Int64"...
+STRING_COLUMNS = tuple(c.name for c in spec.FRAMES if c.type == "string")
+_TYPES = spec.types("frames")
 
 
 def frames_table(frames):
@@ -328,7 +326,8 @@ def columns_table(columns: dict):
     n = len(columns["frame"])
     data = {}
     for name in FRAME_COLUMNS:
-        if name == "time":
+        kind = _TYPES[name]
+        if kind == "time":
             ts = np.array(columns["ts"], dtype="float64")
             micros = np.round(ts * 1e6).astype("int64")
             data[name] = pd.DatetimeIndex(micros.astype("datetime64[us]"), tz="UTC").as_unit("ns")
@@ -338,9 +337,9 @@ def columns_table(columns: dict):
             data[name] = integer_array(values, INTEGER_COLUMNS[name])
         elif name in STRING_COLUMNS:
             data[name] = string_array(values)
-        elif name == "latency_ms":
+        elif kind == "float64":
             data[name] = float_array(values)
-        elif name == "inferred":
+        elif kind == "bool":
             data[name] = np.array(values, dtype=bool)
         else:                                    # lists: topics, diagnostics
             data[name] = np.fromiter(values, dtype=object, count=n)
@@ -365,16 +364,16 @@ def frames_arrow(frames):
     for arrow_field in schema:
         name = arrow_field.name
         kind = arrow_field.type
-        if name == "time":
+        if _TYPES[name] == "time":
             micros = np.round(np.array(columns["ts"], dtype="float64") * 1e6).astype("int64")
             arrays.append(arrow.timestamps_ns(micros * 1000, kind))
         elif name in INTEGER_COLUMNS:
             arrays.append(arrow.numbers(columns[name], kind, INTEGER_COLUMNS[name].lower()))
         elif name in STRING_COLUMNS:
             arrays.append(arrow.strings(columns[name]))
-        elif name == "latency_ms":
+        elif _TYPES[name] == "float64":
             arrays.append(arrow.numbers(columns[name], kind, "float64"))
-        elif name == "inferred":
+        elif _TYPES[name] == "bool":
             arrays.append(arrow.booleans(columns[name]))
         else:
             arrays.append(arrow.string_lists(columns[name]))
@@ -383,25 +382,7 @@ def frames_arrow(frames):
 
 def frames_schema():
     """The Arrow schema of the frames table (Parquet files written by kafkalab use it)."""
-    import pyarrow as pa
-
-    types = {"Int64": pa.int64(), "Int32": pa.int32(), "Int16": pa.int16()}
-    fields = []
-    for name in FRAME_COLUMNS:
-        if name == "time":
-            kind = pa.timestamp("ns", tz="UTC")
-        elif name in INTEGER_COLUMNS:
-            kind = types[INTEGER_COLUMNS[name]]
-        elif name in STRING_COLUMNS:
-            kind = pa.string()
-        elif name == "latency_ms":
-            kind = pa.float64()
-        elif name == "inferred":
-            kind = pa.bool_()
-        else:
-            kind = pa.list_(pa.string())
-        fields.append(pa.field(name, kind))
-    return pa.schema(fields)
+    return spec.arrow_schema("frames")
 
 
 def integer_array(values, dtype: str):

@@ -1,10 +1,17 @@
 """Text views of a dissected frame: an indented field tree like ``tshark -V`` and a hex dump like ``-x``."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
+from kafkalab.protocol.records.batch import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
+from kafkalab.protocol.records.compression import codec_name
+from kafkalab.protocol.schema.enums import field_enum
 from kafkalab.protocol.schema.error_codes import error_name
+from kafkalab.protocol.schema.registry import api_name
 from kafkalab.protocol.tree import FieldNode
 
 MAX_VALUE_CHARS = 80
+EPOCH_MS = (946_684_800_000, 4_102_444_800_000)      # 2000-01-01 .. 2100-01-01: a millisecond timestamp
 
 
 def describe_value(node: FieldNode) -> str:
@@ -18,7 +25,34 @@ def describe_value(node: FieldNode) -> str:
     if node.name == "error_code" and isinstance(value, int):
         return f"{value} ({error_name(value)})" if value else "0"
     text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "…"
+    text = text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "…"
+    meaning = value_meaning(node)
+    return f"{text} ({meaning})" if meaning else text
+
+
+def value_meaning(node: FieldNode) -> str | None:
+    """What a raw number stands for, from the schema: an API key's name, an enum's name, a batch's attribute
+    bits, a millisecond timestamp's UTC date; None when it is just a number."""
+    value, name = node.value, node.name
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if name == "request_api_key":
+        return api_name(value)
+    if name == "attributes" and node.wire_type in ("int16", "int8") and (value or node.wire_type == "int16"):
+        return _attribute_bits(value, batch=node.wire_type == "int16")
+    if name.endswith("timestamp") and EPOCH_MS[0] <= value < EPOCH_MS[1]:
+        return datetime.fromtimestamp(value / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    table = field_enum(name)
+    return table.label(value) if table is not None else None
+
+
+def _attribute_bits(value: int, *, batch: bool) -> str:
+    """A record batch's (int16) or a v0/v1 message's (int8) attributes: codec, timestamp type, flags."""
+    bits = [codec_name(value & CODEC_MASK), "LogAppendTime" if value & TIMESTAMP_TYPE_BIT else "CreateTime"]
+    if batch:
+        bits += [flag for bit, flag in ((TRANSACTIONAL_BIT, "transactional"), (CONTROL_BIT, "control"),
+                                        (DELETE_HORIZON_BIT, "delete horizon")) if value & bit]
+    return ", ".join(bits)
 
 
 def _printable(value: bytes) -> str | None:

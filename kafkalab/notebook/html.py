@@ -18,8 +18,8 @@ from kafkalab.protocol.tree import FieldNode
 MONO = "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;line-height:1.45"
 MUTED = "color:#6a737d"
 DIAG = "color:#c62828;font-weight:600"
-MARK = "background:#ffe08a;color:inherit;padding:0"
-HIGHLIGHT = "background:#ffe08a"
+MARK = "background:#ffe08a;color:#1f2328;padding:0"       # dark text: readable in dark themes too
+HIGHLIGHT = "background:#ffe08a;color:#1f2328"
 INDENT = "margin-left:1.3em"
 OPEN_DEPTH = 2            # containers shallower than this start expanded
 MAX_NODES = 2000          # a static snapshot stays small; the live explorer shows everything
@@ -180,15 +180,15 @@ def frame_title(frame: Any) -> str:
     return " ".join(p for p in (f"#{frame.frame}", when, arrow, frame.summary + latency) if p)
 
 
-def frame_html(frame: Any, highlight: str | None = None) -> str:
-    """Summary line, diagnostics, the field tree and the frame's bytes (collapsed)."""
+def frame_html(frame: Any, highlight: str | None = None, *, bytes_open: bool = False) -> str:
+    """Summary line, diagnostics, the field tree and the frame's bytes (collapsed unless ``bytes_open``)."""
     parts = [f'<div style="{MONO}" data-frame="{int(frame.frame)}">',
              f'<div style="font-weight:600">{escape(frame_title(frame))}</div>']
     parts += [f'<div style="{DIAG}">⚠ {escape(d)}</div>' for d in frame.diagnostics]
     tree = frame.tree
     if tree is not None:
         parts.append(tree_html(tree, None, highlight))
-    parts.append(f"<details><summary>bytes ({len(frame.raw)})</summary>")
+    parts.append(f"<details{' open' if bytes_open else ''}><summary>bytes ({len(frame.raw)})</summary>")
     target = tree.find(highlight) if tree is not None and highlight else None
     if target is not None:
         parts.append(hexdump_html(*locate(tree, target, frame.raw)))
@@ -198,8 +198,10 @@ def frame_html(frame: Any, highlight: str | None = None) -> str:
     return "".join(parts)
 
 
-def frames_html(frames: Any, max_rows: int = 50, columns: Iterable[str] = TABLE_COLUMNS) -> str:
-    """A frames table (DataFrame with the data-model columns, or a list of Frames) as a plain HTML table."""
+def frames_html(frames: Any, max_rows: int = 50, columns: Iterable[str] = TABLE_COLUMNS, *,
+                selected: int | None = None) -> str:
+    """A frames table (DataFrame with the data-model columns, or a list of Frames) as a plain HTML table of
+    its first ``max_rows`` rows; the row of frame ``selected`` is highlighted."""
     table = _as_table(frames)
     columns = [c for c in columns if c in table.columns]
     cell = "padding:1px 8px;border-bottom:1px solid #e1e4e8;text-align:left;white-space:nowrap"
@@ -208,12 +210,53 @@ def frames_html(frames: Any, max_rows: int = 50, columns: Iterable[str] = TABLE_
     for row in table.head(max_rows).itertuples(index=False):
         values = row._asdict()
         error = values.get("error")
-        row_style = ' style="color:#c62828"' if isinstance(error, str) and error else ""
+        styles = [HIGHLIGHT] if selected is not None and values.get("frame") == selected else []
+        styles += ["color:#c62828"] if isinstance(error, str) and error else []
+        row_style = f' style="{";".join(styles)}"' if styles else ""
         parts.append(f"<tr{row_style}>" + "".join(f'<td style="{cell}">{escape(_cell_text(values[c]))}</td>'
                                                   for c in columns) + "</tr>")
     parts.append("</table>")
     if len(table) > max_rows:
         parts.append(f'<div style="{MUTED}">showing {max_rows} of {len(table)} frames</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------- the explorer's snapshot
+
+LIVE_NOTE = (f'<div style="{MONO};{MUTED}">kafkalab Explorer (live view: run the cell to explore '
+             f'interactively)</div>')
+SNAPSHOT_SWITCH = (  # trusted outputs keep <style>; untrusted ones drop it and show both outputs, harmlessly
+    "<style>"
+    ".jp-OutputArea-child:has(.kl-snapshot):has(+ .jp-OutputArea-child .kl-explorer){display:none}"
+    ".jp-OutputArea-child:has(.kl-snapshot) + .jp-OutputArea-child:not(:has(.kl-explorer)){display:none}"
+    "</style>")
+
+
+def snapshot_switch(snapshot: str) -> str:
+    """The snapshot as an output of its own, next to the live view's: while the live explorer is drawn the
+    snapshot hides; when the live view cannot be drawn (a saved notebook after a restart: "model not found")
+    that error hides and the snapshot stays."""
+    return f'<div class="kl-snapshot">{SNAPSHOT_SWITCH}{snapshot}</div>'
+
+
+def explorer_snapshot_html(window: Any, total: int, first: int, frame: Any, highlight: str | None,
+                           filter_text: str = "") -> str:
+    """What the Explorer looks like, without a kernel: ``window``, the rows of the frame list from row
+    ``first`` of ``total`` (around the selected frame), then that frame's tree and bytes, the selected field
+    marked in both."""
+    number = int(frame.frame) if frame is not None else None
+    head = f"kafkalab Explorer · {total} frames"
+    head += f" matching {filter_text!r}" if filter_text else ""
+    head += f" · frame {number} selected" if number is not None else ""
+    shown = f"rows {first + 1}..{first + len(window)} of {total}" if len(window) < total else f"{total} rows"
+    parts = [f'<div style="{MONO}"><div style="font-weight:600">{escape(head)} '
+             f'<span style="{MUTED};font-weight:400">(a snapshot: run the cell for the live explorer)</span></div>',
+             f'<div style="max-height:16em;overflow:auto">'
+             f'{frames_html(window, len(window), selected=number)}</div>',
+             f'<div style="{MUTED}">{escape(shown)}</div>']
+    if frame is not None:
+        parts.append(frame_html(frame, highlight, bytes_open=True))
     parts.append("</div>")
     return "".join(parts)
 

@@ -13,7 +13,6 @@ deepest node of that buffer covering it, never descending into another buffer.
 """
 from __future__ import annotations
 
-import math
 import threading
 from typing import Any, Callable, Iterable
 
@@ -22,18 +21,19 @@ from kafkalab.protocol.tree import FieldNode
 
 from .html import node_label, node_span
 
-LIST_COLUMNS = ["frame", "time", "stream", "src", "dst", "kind", "api_name", "api_version", "correlation_id",
-                "size", "latency_ms", "error", "summary"]
-FILTER_COLUMNS = ("summary", "api_name", "error", "client_id", "src", "dst")
+LIST_COLUMNS = ["frame", "time", "src", "dst", "kind", "api_name", "api_version", "correlation_id", "size",
+                "latency_ms", "error", "summary"]
 
 
 class FrameSource:
     """Uniform access to the frames of a Frame, a list of Frames or an object with a ``frames`` table and
-    ``frame(n)`` or ``[n]`` lookup (Capture, Broker, Journal)."""
+    ``frame(n)`` or ``[n]`` lookup (Capture, Broker, Journal, LiveCapture). Lookup by frame number is O(1)
+    for lists (a dict kept up to date as the list grows)."""
 
     def __init__(self, source: Any) -> None:
         self.source = source
         self._list: list[Frame] | None = None
+        self._by_number: dict[int, Frame] = {}
         if isinstance(source, Frame):
             self._list = [source]
         elif isinstance(source, (list, tuple)):
@@ -41,11 +41,16 @@ class FrameSource:
         elif not hasattr(source, "frames"):
             raise TypeError(f"explore() takes a Frame, a list of Frames or an object with a frames table and "
                             f"frame lookup (a Capture, a Broker), not {type(source).__name__}")
+        if self._list is not None:
+            self._by_number = {f.frame: f for f in self._list}
 
     def frame_list(self) -> list[Frame] | None:
         """The Frame objects when the source is (or lists) them cheaply, else None."""
         if self._list is not None:
             return self._list
+        listed = getattr(self.source, "__dict__", {}).get("frame_list")     # a live capture's growing list,
+        if isinstance(listed, list):                                     # never a property that builds one
+            return listed
         frames = self.source.frames
         frames = frames() if callable(frames) else frames
         return list(frames) if isinstance(frames, (list, tuple)) else None
@@ -59,66 +64,61 @@ class FrameSource:
 
     def frame(self, number: int) -> Frame:
         if self._list is not None:
-            for frame in self._list:
-                if frame.frame == number:
-                    return frame
-            raise KeyError(f"no frame {number}")
+            frame = self._by_number.get(number)
+            if frame is None:
+                raise KeyError(f"no frame {number}")
+            return frame
         lookup = getattr(self.source, "frame", None)
         return lookup(number) if callable(lookup) else self.source[number]
 
     def new_frames(self, after: int) -> list[Frame]:
-        """Frames numbered above ``after`` (for live following)."""
-        if isinstance(self.source, list):          # a list the caller keeps appending to
-            frames: list[Frame] | None = list(self.source)
+        """Frames numbered above ``after`` (for live following); cheap when nothing is new."""
+        journal = getattr(self.source, "journal_ring", self.source)
+        if callable(getattr(journal, "entries", None)):       # a broker journal: look at numbers only
+            numbers = [e.number for e in journal.entries() if e.number > after]
+            return [journal.frame(n) for n in numbers]
+        if isinstance(self.source, list):                      # a list the caller keeps appending to
+            frames: list[Frame] | None = self.source
         else:
             frames = self._list if self._list is not None else self.frame_list()
         if frames is not None:
-            return [f for f in frames if f.frame > after]
+            new = _after(frames, after)
+            if self._list is not None:
+                self._by_number.update((f.frame, f) for f in new)
+            return new
         table = self.table()
         return [self.frame(int(n)) for n in table["frame"] if int(n) > after]
 
 
-# ---------------------------------------------------------------- the frame list
-
-def row_dict(row: dict[str, Any], columns: Iterable[str]) -> dict[str, Any]:
-    """One frames-table row as JSON-able values (times as HH:MM:SS.ffffff, missing values as None)."""
-    out: dict[str, Any] = {}
-    for name in columns:
-        value = row.get(name)
-        if hasattr(value, "strftime"):
-            value = value.strftime("%H:%M:%S.%f")
-        elif isinstance(value, (list, tuple)):
-            value = ", ".join(map(str, value))
-        elif value is None or (isinstance(value, float) and math.isnan(value)) or _is_na(value):
-            value = None
-        elif hasattr(value, "item"):
-            value = value.item()
-        out[name] = value
-    return out
+def _after(frames: list[Frame], after: int) -> list[Frame]:
+    """The frames numbered above ``after`` at the end of ``frames`` (numbered in order): a walk back from
+    the end, so an idle poll costs nothing."""
+    start = len(frames)
+    while start and frames[start - 1].frame > after:
+        start -= 1
+    return list(frames[start:])
 
 
-def _is_na(value: Any) -> bool:
-    try:
-        import pandas as pd
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
+def field_filter(node: FieldNode | None) -> str:
+    """The display filter a field stands for ("apply as filter"), or "" when no frames-table column holds it:
+    header fields, error codes, topic names, client ids."""
+    if node is None or node.children:
+        return ""
+    name, value = node.name, node.value
+    column = {"request_api_key": "api_key", "request_api_version": "api_version",
+              "correlation_id": "correlation_id", "error_code": "error_code",
+              "client_id": "client_id"}.get(name)
+    if column and isinstance(value, (int, str)) and not isinstance(value, bool):
+        return f"{column} == {_literal(value)}"
+    if name in ("name", "topic", "topic_name") and isinstance(value, str) and "topic" in node.path:
+        return f"topics contains {_literal(value)}"
+    return ""
 
 
-def filter_table(table, text: str):
-    """Rows whose summary, api_name, error, client_id or endpoints contain ``text`` (case-insensitive); a
-    number also matches the frame number."""
-    text = text.strip()
-    if not text or table.empty:
-        return table
-    mask = None
-    for name in FILTER_COLUMNS:
-        if name in table.columns:
-            hit = table[name].astype("string").str.contains(text, case=False, regex=False).fillna(False)
-            mask = hit if mask is None else (mask | hit)
-    if text.isdigit() and "frame" in table.columns:
-        mask = mask | (table["frame"] == int(text))
-    return table[mask.astype(bool)]
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
 
 
 # ---------------------------------------------------------------- one frame's view

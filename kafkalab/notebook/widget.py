@@ -19,45 +19,56 @@ from typing import Any, Iterable
 import anywidget
 import traitlets
 
+from kafkalab.dissect.filter import FilterError
 from kafkalab.dissect.frame import Frame, frames_table
 
 from . import model
-from .html import frame_html, frames_html
+from .html import LIVE_NOTE, explorer_snapshot_html, snapshot_switch
+from .listing import Listing
 
 STATIC = Path(__file__).parent / "static"
 
 
 class Explorer(anywidget.AnyWidget):
-    """``Explorer(source)``: a Frame, a list of Frames, a Capture (``cap[n]``) or a Broker/Journal
-    (``.frame(n)``), all with the data-model ``frames`` table."""
+    """``Explorer(source, select=path, follow=False)``: a Frame, a list of Frames, a Capture (``cap[n]``) or a
+    Broker/Journal (``.frame(n)``), all with the data-model ``frames`` table. ``follow=True`` (or a poll
+    interval in seconds) keeps appending the source's new frames."""
 
     _esm = STATIC / "explorer.js"
     _css = STATIC / "explorer.css"
 
     columns = traitlets.List(traitlets.Unicode(), default_value=model.LIST_COLUMNS).tag(sync=True)
-    rows = traitlets.List(traitlets.Dict(), default_value=[]).tag(sync=True)
-    row_total = traitlets.Int(0).tag(sync=True)
-    match_total = traitlets.Int(0).tag(sync=True)
-    max_rows = traitlets.Int(2000).tag(sync=True)
+    row_total = traitlets.Int(0).tag(sync=True)          # frames in the table
+    match_total = traitlets.Int(0).tag(sync=True)        # frames the filter shows
+    list_version = traitlets.Int(0).tag(sync=True)       # bumps when the shown order changes (filter, sort)
     filter_text = traitlets.Unicode("").tag(sync=True)
+    filter_error = traitlets.Unicode("").tag(sync=True)
+    sort = traitlets.Unicode("").tag(sync=True)          # "column" or "-column"; "" is frame order
     selected_frame = traitlets.Int(0).tag(sync=True)
+    selected_index = traitlets.Int(-1).tag(sync=True)    # where the selected frame is in the shown order
     selected_path = traitlets.Unicode("").tag(sync=True)
+    field_filter = traitlets.Unicode("").tag(sync=True)  # the filter the selected field stands for, or ""
+    notice = traitlets.Unicode("").tag(sync=True)        # what went wrong, said to the user
     view = traitlets.Dict(default_value={}).tag(sync=True)
     following = traitlets.Bool(False).tag(sync=True)
     height = traitlets.Unicode("560px").tag(sync=True)
 
-    def __init__(self, source: Any = (), *, select: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, source: Any = (), *, select: str | None = None, follow: bool | float = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._lock = threading.RLock()
         self._source = model.FrameSource(list(source) if isinstance(source, tuple) else source)
         self._extra: dict[int, Frame] = {}
-        self._table = self._source.table()
+        self._listing = Listing(self._source.table())
         self._follower: model.Follower | None = None
-        self._refresh_rows()
-        if len(self._table):
-            self.selected_frame = int(self._table["frame"].iloc[0])
+        self._apply_listing()
+        self.on_msg(self._on_message)
+        if len(self._listing):
+            self.selected_frame = self._listing.frame_at(0)
         if select:
             self.select(select)
+        if follow:
+            self.follow(interval=1.0 if follow is True else float(follow))
 
     # ------------------------------------------------------------ frames
 
@@ -68,26 +79,37 @@ class Explorer(anywidget.AnyWidget):
     @property
     def frames(self):
         """The frames table the list is drawn from (data-model columns)."""
-        return self._table
+        return self._listing.table
+
+    @property
+    def rows(self) -> list[dict]:
+        """The first rows the list shows (the browser reads any window of them the same way)."""
+        return self.rows_at(0, 500)
+
+    def rows_at(self, start: int, count: int) -> list[dict]:
+        """Rows ``start .. start+count`` of the list as shown (filtered and sorted)."""
+        with self._lock:
+            return self._listing.page(start, count, self.columns)
 
     def append(self, frames: Frame | Iterable[Frame]) -> None:
-        """Add frames (live mode: the broker journal and the sniffer call this); thread-safe."""
-        import pandas as pd
-
+        """Add frames (live mode: the broker journal and the sniffer call this); thread-safe. Only the new
+        frames are tabulated and filtered."""
         new = [frames] if isinstance(frames, Frame) else list(frames)
         with self._lock:
-            known = set(self._table["frame"].astype(int)) if len(self._table) else set()
-            new = [f for f in new if f.frame not in known]
+            new = [f for f in new if self._listing.row_of(f.frame) < 0]
             if not new:
                 return
             for f in new:
                 self._extra[f.frame] = f
-            addition = frames_table(new)
-            self._table = addition if not len(self._table) else pd.concat([self._table, addition],
-                                                                          ignore_index=True)
-            self._refresh_rows()
-            if not self.selected_frame:
-                self.selected_frame = new[0].frame
+            self._listing.append(frames_table(new))
+            with self.hold_sync():
+                self.row_total = len(self._listing.table)
+                self.match_total = len(self._listing)
+                if self._listing.sort:
+                    self.list_version += 1
+                if not self.selected_frame:
+                    self.selected_frame = new[0].frame
+                self.selected_index = self._listing.index_of(self.selected_frame)
 
     def follow(self, source: Any = None, interval: float = 1.0) -> model.Follower:
         """Poll ``source`` (default: the explored one) every ``interval`` s and append new frames; returns a
@@ -106,36 +128,71 @@ class Explorer(anywidget.AnyWidget):
 
     def _last_frame(self) -> int:
         with self._lock:
-            return int(self._table["frame"].max()) if len(self._table) else 0
+            table = self._listing.table
+            return int(table["frame"].iat[-1]) if len(table) else 0
 
     # ------------------------------------------------------------ the frame list
 
-    def _refresh_rows(self) -> None:
-        matches = model.filter_table(self._table, self.filter_text)
-        shown = matches.tail(self.max_rows) if self.following else matches.head(self.max_rows)
-        columns = list(self.columns)
-        rows = [model.row_dict(r, columns) for r in shown.to_dict("records")]
-        with self.hold_sync():
-            self.rows = rows
-            self.row_total = len(self._table)
-            self.match_total = len(matches)
+    def _apply_listing(self) -> None:
+        with self._lock:
+            try:
+                self._listing.apply(self.filter_text, self.sort)
+            except (FilterError, KeyError) as exc:     # the list stays as it was; the box says why
+                self.filter_error = str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)
+                return
+            with self.hold_sync():
+                self.filter_error = ""
+                self.row_total = len(self._listing.table)
+                self.match_total = len(self._listing)
+                self.list_version += 1
+                self.selected_index = self._listing.index_of(self.selected_frame)
 
-    @traitlets.observe("filter_text", "max_rows", "columns")
+    @traitlets.observe("filter_text", "sort", "columns")
     def _on_filter(self, change: dict) -> None:
-        if hasattr(self, "_table"):
-            self._refresh_rows()
+        if hasattr(self, "_listing"):
+            self._apply_listing()
+
+    def _on_message(self, _widget: Any, content: dict, _buffers: list) -> None:
+        """The browser asks for a window of rows, or for a frame by number (go to)."""
+        kind = content.get("type")
+        if kind == "rows":
+            rows = self.rows_at(int(content.get("start", 0)), min(int(content.get("count", 100)), 1000))
+            self.send({"type": "rows", "version": content.get("version"), "start": content.get("start"),
+                       "rows": rows})
+        elif kind == "goto":
+            self.go_to(int(content.get("frame", 0)))
+
+    def go_to(self, number: int) -> None:
+        """Select frame ``number`` (the list scrolls to it); a notice says why when it cannot be shown."""
+        if self._listing.row_of(number) < 0:
+            self.notice = f"there is no frame {number} (frames {self._span()})"
+            return
+        self.selected_frame = number
+        if self.selected_index < 0:
+            self.notice = f"frame {number} is hidden by the filter"
+
+    def _span(self) -> str:
+        table = self._listing.table
+        return f"{int(table['frame'].min())}..{int(table['frame'].max())}" if len(table) else "none"
 
     # ------------------------------------------------------------ selection
 
     @traitlets.observe("selected_frame")
     def _on_frame(self, change: dict) -> None:
         number = change["new"]
-        if not number:
-            self.view = {}
-            return
-        view = model.frame_view(self.frame(number))
-        keep = self.selected_path if model.find_node(view, self.selected_path) >= 0 else ""
         with self.hold_sync():
+            self.selected_index = self._listing.index_of(number) if number else -1
+            if not number:
+                self.view = {}
+                return
+            try:
+                view = model.frame_view(self.frame(number))
+                self.notice = ""
+            except (KeyError, IndexError) as exc:        # e.g. evicted from the broker's journal
+                reason = str(exc.args[0]) if exc.args else f"frame {number} is not available"
+                view = {"frame": number, "missing": reason, "buffers": [], "nodes": [], "diagnostics": []}
+                self.notice = f"frame {number} cannot be shown: {reason}"
+            keep = self.selected_path if model.find_node(view, self.selected_path) >= 0 else ""
             self.view = view
             self.selected_path = keep
 
@@ -145,6 +202,13 @@ class Explorer(anywidget.AnyWidget):
         if path and self.view and model.find_node(self.view, path) < 0:
             raise traitlets.TraitError(f"frame {self.selected_frame} has no field {path!r}")
         return path
+
+    @traitlets.observe("selected_path")
+    def _on_path(self, change: dict) -> None:
+        try:
+            self.field_filter = model.field_filter(self.selected_node)
+        except (KeyError, IndexError):
+            self.field_filter = ""
 
     def select(self, path: str, frame: int | None = None) -> tuple[int, int, int]:
         """Select the field ``path`` (of ``frame``, default the selected one); returns its byte range."""
@@ -182,10 +246,17 @@ class Explorer(anywidget.AnyWidget):
 
     def snapshot_html(self) -> str:
         """The static stand-in a saved notebook shows: the frame list and the selected frame."""
-        parts = [frames_html(self._table, max_rows=50)]
+        selected = None
         if self.selected_frame:
-            parts.append(frame_html(self.frame(self.selected_frame), self.selected_path or None))
-        return "".join(parts)
+            try:
+                selected = self.frame(self.selected_frame)
+            except (KeyError, IndexError):
+                selected = None
+        at = max(0, self.selected_index)
+        first = max(0, at - 5)
+        window = self._listing.table.iloc[self._listing.order[first:first + 50]]
+        return explorer_snapshot_html(window, len(self._listing), first, selected, self.selected_path or None,
+                                      self.filter_text)
 
     def _repr_mimebundle_(self, **kwargs: Any):
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -196,8 +267,23 @@ class Explorer(anywidget.AnyWidget):
         data["text/html"] = self.snapshot_html()
         return data, metadata
 
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """Two outputs: the static snapshot, then the live view. JupyterLab renders a trusted notebook's widget
+        output with the widget renderer even when its model is gone (after a restart: "model not found"), so
+        the snapshot is an output of its own; its style rules hide the live view's error when the model is
+        gone and hide the snapshot itself while the live view is drawn (see ``snapshot_switch``)."""
+        from IPython.display import publish_display_data
+
+        bundle = self._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return
+        data, metadata = bundle
+        publish_display_data({"text/plain": repr(self), "text/html": snapshot_switch(data["text/html"])})
+        data = dict(data, **{"text/html": LIVE_NOTE})
+        publish_display_data(data, metadata)
+
     def __repr__(self) -> str:
-        return (f"<kafkalab Explorer: {len(self._table)} frames, frame {self.selected_frame or '-'} "
+        return (f"<kafkalab Explorer: {len(self._listing.table)} frames, frame {self.selected_frame or '-'} "
                 f"selected{', field ' + self.selected_path if self.selected_path else ''}>")
 
 

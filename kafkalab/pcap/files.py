@@ -214,9 +214,24 @@ class _Interface:
     offset_seconds: int = 0
 
     def ts_ns(self, units: int) -> int:
+        """Nanoseconds since the epoch, or 0 when the stamp (one flipped bit away) lies beyond what a
+        nanosecond int64 - numpy, Arrow, pandas - can hold: :meth:`ts_problem` says why."""
+        ns = self._ns(units)
+        return ns if TS_NS_RANGE[0] <= ns <= TS_NS_RANGE[1] else 0
+
+    def ts_problem(self, units: int) -> str | None:
+        ns = self._ns(units)
+        if TS_NS_RANGE[0] <= ns <= TS_NS_RANGE[1]:
+            return None
+        return f"timestamp {units} (x 1/{self.units_per_second} s) is out of range: shown as 0 (1970-01-01)"
+
+    def _ns(self, units: int) -> int:
         per = self.units_per_second
         ns = units * 1_000_000_000 // per if per != 1_000_000_000 else units
         return ns + self.offset_seconds * 1_000_000_000
+
+
+TS_NS_RANGE = (-(1 << 63) + 1, (1 << 63) - 1)      # int64 nanoseconds (-(1 << 63) is pandas' NaT)
 
 
 def _pcapng_records(chunks: _Chunks, first: bytes, diagnostics: list[str]) -> Iterator[LinkRecord]:
@@ -312,6 +327,8 @@ def _packet(index: int, interfaces: list[_Interface], iface: int, units: int | N
     else:
         info = _Interface(-1, 0)
         notes.append(f"packet refers to undeclared interface {iface}")
+    if units is not None and info.ts_problem(units):
+        notes.append(info.ts_problem(units))
     record = LinkRecord(index, info.ts_ns(units) if units is not None else 0, info.linktype,
                         body[at:at + captured], orig, iface, notes)
     _check_lengths(record, captured, info.snaplen)

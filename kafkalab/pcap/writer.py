@@ -82,6 +82,7 @@ class TcpPcapWriter(_PcapFile):
         self.mss = max(1, min(mss, 65535 - 60))
         self._ip_id = 1
         self._connections = 0
+        self.packets = 0
 
     def open_connection(self, client: tuple[str, int], server: tuple[str, int], ts: float | None = None
                         ) -> TcpConnection:
@@ -107,6 +108,10 @@ class TcpPcapWriter(_PcapFile):
             last = start + self.mss >= len(data)
             self._segment(conn, from_client, ACK | (PSH if last else 0), piece, ts)
             self._advance(conn, from_client, len(piece))
+
+    def acknowledge(self, conn: TcpConnection, from_client: bool, ts: float | None = None) -> None:
+        """A pure acknowledgement (no payload) from one side, of everything the other side sent so far."""
+        self._segment(conn, from_client, ACK, b"", time.time() if ts is None else ts)
 
     def close(self, conn: TcpConnection, ts: float | None = None) -> None:
         """FIN from the client, FIN-ACK from the server, the client's last ACK."""
@@ -153,6 +158,7 @@ class TcpPcapWriter(_PcapFile):
             ip = bytearray(struct.pack(">IHBB16s16s", 0x60000000, len(tcp), 6, 64, src_ip.packed, dst_ip.packed))
             ethertype = 0x86DD
         self._ip_id += 1
+        self.packets += 1
         macs = _MAC_SERVER + _MAC_CLIENT if from_client else _MAC_CLIENT + _MAC_SERVER
         frame = macs + struct.pack(">H", ethertype) + bytes(ip) + bytes(tcp)
         ts_ns = int(round(ts * 1e9))

@@ -1,17 +1,23 @@
-"""Cutting a TCP byte stream into Kafka frames: a 4-byte big-endian size, then that many bytes.
+"""Cutting a byte stream into Kafka frames: a 4-byte big-endian size, then that many bytes.
 
-Sans-IO: feed it bytes as they arrive (any chunking, even one byte at a time) and it hands back complete
-frames, each including its size prefix. A size that is negative or above ``max_frame_size`` cannot be a
-Kafka frame; :class:`FrameTooLarge` is raised *before* anything is buffered for it, so a hostile peer cannot
-make the reader allocate the size it claims.
+The one home of frame cutting: captures (:mod:`kafkalab.capture.framing`, over reassembled TCP streams), the
+broker (its receive buffer) and the distributed reader all call :func:`cut_frames`. It is a pure function over
+a buffer: it says where the whole frames are and where the rest begins, and copies nothing, so each caller
+keeps its own buffering (a growable receive buffer, a mapped capture file, chunks of a stream).
+
+A size that is negative or above the maximum cannot be a Kafka frame. :func:`cut_frames` stops there and says
+so (``Cut.impossible``) *before* anything is buffered for it: the broker closes the connection
+(a hostile peer cannot make it allocate the size it claims), a capture reader resynchronises.
 """
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from .errors import DecodeError
 
-DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024   # Kafka's default socket.request.max.bytes
+MAX_FRAME_SIZE = 100 * 1024 * 1024   # Kafka's default socket.request.max.bytes
+PREFIX = 4
 _SIZE = struct.Struct(">i")
 
 
@@ -19,30 +25,40 @@ class FrameTooLarge(DecodeError):
     """A size prefix no Kafka peer would send (negative, or above the configured maximum)."""
 
 
-class FrameSplitter:
-    """Accumulates stream bytes and yields whole frames (size prefix included)."""
+class Cut(NamedTuple):
+    """Where the whole frames of a buffer are, and what the rest needs."""
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        self.max_frame_size = max_frame_size
-        self._buffer = bytearray()
-        self.consumed = 0       # stream offset of the first buffered byte
+    frames: list[tuple[int, int]]   # (start, end) of each whole frame, size prefix included, end exclusive
+    stop: int                       # where the bytes that are not a whole frame begin
+    need: int                       # bytes the frame at ``stop`` needs in all, prefix included (4: prefix unread)
+    impossible: int | None          # the size prefix at ``stop`` when it cannot be a frame's, else None
 
-    @property
-    def buffered(self) -> int:
-        """Bytes held for a frame that is not complete yet."""
-        return len(self._buffer)
 
-    def feed(self, data: bytes) -> list[bytes]:
-        self._buffer += data
-        frames = []
-        while len(self._buffer) >= 4:
-            size = _SIZE.unpack_from(self._buffer, 0)[0]
-            if size < 0 or size > self.max_frame_size:
-                raise FrameTooLarge(f"frame size {size} is outside 0..{self.max_frame_size}",
-                                    path="size", offset=self.consumed)
-            if len(self._buffer) < 4 + size:
-                break
-            frames.append(bytes(self._buffer[:4 + size]))
-            del self._buffer[:4 + size]
-            self.consumed += 4 + size
-        return frames
+def frame_size(buf, pos: int = 0) -> int:
+    """The size prefix at ``pos`` (the frame's length without the prefix)."""
+    return _SIZE.unpack_from(buf, pos)[0]
+
+
+def cut_frames(buf, start: int = 0, end: int | None = None, max_frame_size: int = MAX_FRAME_SIZE) -> Cut:
+    """The whole frames in ``buf[start:end]``, front to back, up to the first incomplete frame or impossible
+    size prefix."""
+    end = len(buf) if end is None else end
+    frames: list[tuple[int, int]] = []
+    unpack = _SIZE.unpack_from
+    pos = start
+    while pos + PREFIX <= end:
+        size = unpack(buf, pos)[0]
+        if size < 0 or size > max_frame_size:
+            return Cut(frames, pos, PREFIX, size)
+        stop = pos + PREFIX + size
+        if stop > end:
+            return Cut(frames, pos, PREFIX + size, None)
+        frames.append((pos, stop))
+        pos = stop
+    return Cut(frames, pos, PREFIX, None)
+
+
+def check_size(size: int, max_frame_size: int = MAX_FRAME_SIZE, offset: int = 0) -> None:
+    """Raise :class:`FrameTooLarge` for a size prefix no Kafka peer would send."""
+    if size < 0 or size > max_frame_size:
+        raise FrameTooLarge(f"frame size {size} is outside 0..{max_frame_size}", path="size", offset=offset)

@@ -157,7 +157,8 @@ def decode_request(frame: bytes, *, annotate: bool = False, records: str = "batc
         pos = _decode_header(request, buf, root, "request", header_version)
         if root is not None:
             root.name = f"{spec.name} v{api_version}"
-        request.body, pos = decode(spec, api_version, buf, pos, root, records)
+        with _frame_budget(root):
+            request.body, pos = decode(spec, api_version, buf, pos, root, records)
         _finish(root, buf, pos, diagnostics)
         attach_payloads(request)
     except Malformed as exc:
@@ -167,6 +168,14 @@ def decode_request(frame: bytes, *, annotate: bool = False, records: str = "batc
             raise
         _mark_undecodable(root, buf, exc, diagnostics)
     return request
+
+
+def _frame_budget(root: FieldNode | None):
+    """One budget of records, inflated bytes and tree nodes for all record sets of this frame (a small frame
+    must not cost gigabytes however many partitions it names); imported late, the record layer imports the
+    codec."""
+    from .records.limits import frame_budget
+    return frame_budget(walks=1 if root is None else 2)
 
 
 def _decode_header(message: Message, buf: bytes, root: FieldNode | None, kind: str, header_version: int) -> int:
@@ -235,7 +244,8 @@ def decode_response(frame: bytes, api_key: int | str, api_version: int, *, annot
             raise UndecodableBody(str(exc), path="", offset=pos) from None
         if root is not None:
             root.name = f"{spec.name} v{api_version}"
-        response.body, pos = decode(spec, api_version, buf, pos, root, records)
+        with _frame_budget(root):
+            response.body, pos = decode(spec, api_version, buf, pos, root, records)
         _finish(root, buf, pos, diagnostics)
         attach_payloads(response)
     except Malformed as exc:

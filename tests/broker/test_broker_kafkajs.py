@@ -1,5 +1,5 @@
 """kafkajs 2.2.4 (node) against the broker: admin, keyed records with headers and timestamps, gzip, read back by
-partition, offsets for times. The node side is tests/broker/js/kafkajs_check.js; CI installs kafkajs with
+a consumer group (kafkajs has no assign()), offsets for times, and the two-member group flow. The node side is tests/broker/js/kafkajs_check.js; CI installs kafkajs with
 ``npm install --prefix tests/broker/js`` (package.json pins 2.2.4)."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def run():
     require("kafkajs", os.path.isdir(os.path.join(JS, "node_modules", "kafkajs")), ci_line("npm install"))
     with Broker(topics={"t": 2}) as broker:
         done = subprocess.run([node, os.path.join(JS, "kafkajs_check.js"), broker.bootstrap_servers, "t"],
-                              capture_output=True, text=True, timeout=60, cwd=JS)
+                              capture_output=True, text=True, timeout=180, cwd=JS)
         assert done.returncode == 0, done.stderr
         yield broker, json.loads(done.stdout)
 
@@ -48,7 +48,8 @@ def test_kafkajs_keyed_records_headers_timestamps_gzip(run):
             (str(i), f"key-{partition}-{i}", f"value-{partition}-{i}", str(BASE_TS + 1000 * i),
              {"h": str(i), "source": "kafkajs"}) for i in range(10)]
     codecs = {p["index"]: {b.codec for b in p["records"]} for f in broker.journal
-              if f.api_name == "Produce" and f.kind == "request" for t in f.body["topic_data"] for p in t["partition_data"]}
+              if f.api_name == "Produce" and f.kind == "request" for t in f.body["topic_data"] if t["name"] == "t"
+              for p in t["partition_data"]}
     assert codecs == {0: {"none"}, 1: {"gzip"}}
 
 
@@ -56,3 +57,23 @@ def test_kafkajs_offsets_for_times(run):
     _, result = run
     assert result["times"]["byTime"] == [[0, "4"], [1, "4"]]
     assert result["times"]["latest"] == [[0, "10", "0", "10"], [1, "10", "0", "10"]]
+
+
+def test_kafkajs_group_rebalance_commit_leave_resume(run):
+    broker, result = run
+    groups = result["groups"]
+    first, second = (set(a) for a in groups["assignments"])
+    assert first and second and not first & second and first | second == {0, 1, 2, 3}
+    assert groups["afterLeave"] == [0, 1, 2, 3]
+    store = broker.state.store
+    assert groups["resumed"] == {str(p): 5 for p in range(4)}                  # exactly at the committed offsets
+    assert {p: store.fetch_committed("kafkajs-group", "js-groups", p).offset for p in range(4)} == \
+        {p: 6 for p in range(4)}                                               # the last member committed on leaving
+
+
+def test_kafkajs_idempotent_producer_read_back(run):
+    broker, result = run
+    assert result["idempotent"] == {"baseOffset": "0", "values": [f"idem-{i}" for i in range(5)]}
+    produce = [p for f in broker.journal if f.api_name == "Produce" and f.kind == "request"
+               for t in f.body["topic_data"] if t["name"] == "js-idempotent" for p in t["partition_data"]]
+    assert {b.producer_id >= 0 and b.base_sequence == 0 for p in produce for b in p["records"]} == {True}

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import confluent_kafka as ck
+import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kafkalab.broker import Broker
@@ -126,3 +127,42 @@ def test_delete_before_drops_whole_segments(tmp_path):
     log = again.partition("d", 0).log
     assert (log.log_start_offset, log.next_offset) == (13, 20)
     again.close()
+
+
+def _damaged_log(tmp_path, damage):
+    """100 one-record batches in a file-backed log, then ``damage(bytearray, positions)`` on the segment."""
+    log = PartitionLog.open(str(tmp_path), 1 << 30)
+    positions = []
+    for i in range(100):
+        positions.append(log.segments[-1].size if log.segments else 0)
+        log.append(_batch([b"v%d" % i]))
+    log.close()
+    segment = tmp_path / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    damage(data, positions)
+    segment.write_bytes(bytes(data))
+    return PartitionLog.open(str(tmp_path), 1 << 30)
+
+
+@pytest.mark.parametrize("where", [70, 8 + 2, 16, 23, 0])     # a value byte, the length, magic, last delta, offset
+def test_recovery_keeps_every_batch_it_can_prove_and_says_what_it_dropped(tmp_path, caplog, where):
+    def flip(data, positions):
+        data[positions[30] + min(where, 60)] ^= 0x5A if where != 0 else 0x7F
+    with caplog.at_level("WARNING", logger="kafkalab.broker"):
+        log = _damaged_log(tmp_path, flip)
+    values = _values(log.read(0, 10**7))
+    assert values == [b"v%d" % i for i in range(100) if i != 30]
+    assert log.next_offset == 100 and log.append(_batch([b"next"])) == 100
+    assert any("skipped" in r.getMessage() and "bytes" in r.getMessage() for r in caplog.records)
+    assert (tmp_path / "00000000000000000000.log.damaged").stat().st_size > 0
+    log.close()
+
+
+def test_recovery_cuts_only_the_unprovable_tail(tmp_path, caplog):
+    def tear(data, positions):
+        del data[positions[99] + 20:]
+    with caplog.at_level("WARNING", logger="kafkalab.broker"):
+        log = _damaged_log(tmp_path, tear)
+    assert log.next_offset == 99 and len(_values(log.read(0, 10**7))) == 99
+    assert any("cutting" in r.getMessage() for r in caplog.records)
+    log.close()

@@ -17,11 +17,12 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTP
 from aiokafka.structs import OffsetAndMetadata as AioOffset
-from broker_helpers import require_tool
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata as KOffset
+
+from tests.tools import require_tool
 
 from kafkalab.broker import Broker
 

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 
-from broker_helpers import HERE, require, require_tool
+from broker_helpers import HERE
+
+from tests.tools import ci_line, require, require_tool
 from test_broker_transactions import ABORTED, COMMITTED, committed_offset, read
 
 from kafkalab.broker import Broker
@@ -17,7 +19,7 @@ JS = os.path.join(HERE, "js")
 
 def test_kafkajs_transactions():
     node = require_tool("node")
-    require("kafkajs (npm install --prefix tests/broker/js)", os.path.isdir(os.path.join(JS, "node_modules", "kafkajs")))
+    require("kafkajs", os.path.isdir(os.path.join(JS, "node_modules", "kafkajs")), ci_line("npm install"))
     with Broker(topics={"t": 2, "in": 1, "out": 1}) as broker:
         done = subprocess.run([node, os.path.join(JS, "kafkajs_transactions.js"), broker.bootstrap_servers],
                               capture_output=True, text=True, timeout=90, cwd=JS)

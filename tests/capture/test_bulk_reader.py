@@ -89,7 +89,11 @@ def _records(data: bytes) -> tuple[bytes, list[bytes]]:
     return head, out
 
 
-def make_capture(rnd: random.Random) -> tuple[bytes, list[int]]:
+def make_capture(rnd: random.Random, sent: dict | None = None) -> tuple[bytes, list[int]]:
+    """A random capture and the ports to name; ``sent`` (if given) gets what each client and server sent, by
+    "ip:port" of the sender, ``sent["damaged"]`` whether packets were then dropped, moved or cut, and
+    ``sent["found by traffic"]`` whether a connection is on a port neither known nor named."""
+    sent = {} if sent is None else sent
     out = io.BytesIO()
     ports = []
     with TcpPcapWriter(out, mss=rnd.choice([64, 300, 1500, 65483])) as writer:
@@ -98,6 +102,7 @@ def make_capture(rnd: random.Random) -> tuple[bytes, list[int]]:
             port = rnd.choice([9092, 9092, 9093, 19092, 5555])
             if port == 5555:
                 ports.append(port)
+            sent["found by traffic"] = sent.get("found by traffic", False) or port == 19092
             conns.append([writer.open_connection(("10.0.%d.1" % c, 40000 + c), ("10.9.0.1", port), 1.0 + c), 0])
         ts = 10.0
         for _ in range(rnd.randrange(1, 30)):
@@ -106,14 +111,17 @@ def make_capture(rnd: random.Random) -> tuple[bytes, list[int]]:
             request, response = _exchange(rnd, conn[1], "client-%d" % conns.index(conn))
             ts += 0.001
             writer.send(conn[0], True, request, ts)
+            sent.setdefault("%s:%d" % conn[0].client, []).append(request)
             if response is not None and rnd.random() < 0.95:
                 ts += 0.0005
                 writer.send(conn[0], False, response, ts)
+                sent.setdefault("%s:%d/%d" % (*conn[0].server, conn[0].client[1]), []).append(response)
         for conn, _ in conns:
             if rnd.random() < 0.7:
                 writer.close(conn, ts + 0.01)
     head, records = _records(out.getvalue())
     damage = rnd.randrange(4)
+    sent["damaged"] = damage != 0 and len(records) > 6
     if damage == 1 and len(records) > 6:                      # drop a few packets
         for _ in range(rnd.randrange(1, 3)):
             del records[rnd.randrange(3, len(records))]
@@ -142,12 +150,20 @@ def as_pcapng(data: bytes, rnd: random.Random) -> bytes:
 @given(st.randoms(use_true_random=False))
 def test_bulk_reader_matches_the_general_pipeline(tmp_path_factory, rnd):
     path = tmp_path_factory.mktemp("bulk") / "random.pcap"
-    data, ports = make_capture(rnd)
+    sent: dict = {}
+    data, ports = make_capture(rnd, sent)
     if rnd.random() < 0.3:
         data = as_pcapng(data, rnd)
     path.write_bytes(data)
     bulk, general = _both(path, ports or None)
     assert_same(bulk, general)
+    if not sent.pop("damaged") and not sent.pop("found by traffic"):
+        # the oracle: what was sent, frame for frame, per direction
+        got: dict = {}
+        for frame in bulk:
+            sender = frame.src if frame.kind == "request" else f"{frame.src}/{frame.dst.rsplit(':', 1)[1]}"
+            got.setdefault(sender, []).append(frame.raw)
+        assert got == sent
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CAPTURES.glob("*.pcap")))

@@ -249,6 +249,7 @@ def test_a_capture_read_whole_prints_what_streaming_prints(golden, capsys, monke
     stream anything else; both must print the same thing."""
     from kafkalab.capture import cli
 
+    monkeypatch.setattr(cli, "SMALL_BYTES", 0)          # these captures are small: read them whole anyway
     if capture == "golden":
         path, ports = golden[0], []
     else:
@@ -259,3 +260,16 @@ def test_a_capture_read_whole_prints_what_streaming_prints(golden, capsys, monke
     monkeypatch.setattr(cli, "whole_capture", lambda path, ports: None)
     streamed = [run(capsys, "decode", path, *ports, *argv), run(capsys, "stats", path, *ports, "-T", "json")]
     assert whole == streamed and whole[0][0] == 0 and whole[0][1]
+
+
+def test_decoding_a_small_capture_loads_neither_numpy_nor_pandas_nor_pyarrow():
+    """Start-up is what a user waits for on a small capture: the text paths load no heavy library."""
+    import subprocess
+    import sys
+
+    path = Path(__file__).resolve().parents[2] / "captures" / "admin.pcap"
+    probe = ("import runpy, sys; sys.argv = ['kafkalab', 'decode', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('kafkalab', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(m for m in ('numpy', 'pandas', 'pyarrow') if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.stdout and done.stderr.strip() == ""

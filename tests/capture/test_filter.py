@@ -86,6 +86,10 @@ def test_lists_nulls_and_regex_on_lists():
     ("and", "expected a column or a value", 0),
     ("api_key in (1, size)", "a set holds only literal values", 15),
     ('kind == "a\\q"', "unknown escape", 10),
+    ('api_name == "Produce" and (', "unexpected end of filter", 27),   # unfinished: no IndexError
+    ("(", "unexpected end of filter", 1),
+    ("api_key in (", "unexpected end of filter", 12),
+    ("size > 1 and not", "unexpected end of filter", 16),
 ])
 def test_errors_name_the_position(expression, message, position):
     with pytest.raises(FilterError) as caught:

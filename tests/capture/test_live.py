@@ -175,3 +175,13 @@ def test_sniff_reports_a_missing_interface_with_the_ones_there_are():
 
     with pytest.raises(SniffError, match=r"^no interface named 'no-such-if0'; this machine has .*\blo\b"):
         sniff(iface="no-such-if0", ports=[9092])
+
+
+@needs_root
+def test_sniffing_loads_neither_libpcap_nor_scapy():
+    """What a bare machine lacks is never touched, even where it is installed (as on CI, via tshark)."""
+    probe = ("import sys\nfrom kafkalab.capture.live import sniff\nwith sniff('lo', [9]) as live:\n    pass\n"
+             "print('scapy' in sys.modules, 'libpcap' in open('/proc/self/maps').read(), live.kernel_filter)")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["False", "False", "True"]

@@ -52,7 +52,7 @@ def test_produced_and_consumed_records_are_what_the_clients_saw(name):
                   for r in produced.itertuples())
     assert got == Counter(_record_key(p["topic"], p["partition"], p["offset"], p["key"], p["value"])
                           for p in expected["produced"])
-    headers = {(r.key.hex(), tuple((k, v.hex()) for k, v in r.headers)) for r in produced.itertuples()}
+    headers = {(r.key.hex(), tuple((h["key"], h["value"].hex()) for h in r.headers)) for r in produced.itertuples()}
     assert headers == {(p["key"], tuple(tuple(h) for h in p["headers"])) for p in expected["produced"]}
     timestamps = {r.key.hex(): int(r.timestamp.timestamp() * 1000) for r in produced.itertuples()}
     assert timestamps == {p["key"]: p["timestamp"] for p in expected["produced"]}

@@ -1,6 +1,8 @@
 """The Explorer in a real browser: JupyterLab on a free loopback port, driven by Playwright with Debian's
-Chromium. Runs a small notebook, then clicks a tree node, a byte and a frame row, and checks the DOM's
-data-attributes and the kernel-side traitlets (both directions of the selection).
+Chromium. Runs a small notebook, then clicks a tree node, a byte and a frame row, types display filters, and
+checks the DOM's data-attributes and the kernel-side traitlets (both directions of the selection); saves,
+closes and reopens a notebook after its kernel is gone (the static snapshot shows); scrolls a 100,000-frame
+capture to its last frame and reports the timings.
 
 Needs: jupyterlab, anywidget, playwright (Python package only; no ``playwright install``) and Debian's
 chromium; without one the tests skip, under CI they fail (tests/tools.py).
@@ -10,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -46,10 +49,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_notebook(path: Path) -> None:
+def write_notebook(path: Path, code: str = NOTEBOOK_CODE) -> None:
     notebook = {
         "cells": [{"cell_type": "code", "execution_count": None, "id": "explore", "metadata": {},
-                   "outputs": [], "source": NOTEBOOK_CODE}],
+                   "outputs": [], "source": code}],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                      "language_info": {"name": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
@@ -127,6 +130,13 @@ RUN_IN_KERNEL = """async (code) => {
 }"""
 
 
+def inside(page, selector: str, container: str) -> bool:
+    """Whether the element is within its scrolling container's visible box."""
+    item, box = page.locator(selector).first.bounding_box(), page.locator(container).first.bounding_box()
+    return (box["x"] - 1 <= item["x"] and item["x"] + item["width"] <= box["x"] + box["width"] + 1
+            and box["y"] - 1 <= item["y"] and item["y"] + item["height"] <= box["y"] + box["height"] + 1)
+
+
 def selected_offsets(page) -> list[int]:
     return page.eval_on_selector_all(".kl-hex .kl-byte.kl-sel", "cells => cells.map(c => Number(c.dataset.offset))")
 
@@ -139,19 +149,39 @@ def test_explorer_in_jupyterlab(lab) -> None:
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 1100})
             page.set_default_timeout(30_000)
-            page.goto(lab + "lab/tree/explore.ipynb")
+            page.goto(lab + "lab/tree/explore.ipynb?reset")
             page.wait_for_function(KERNEL_IDLE, timeout=60_000)
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
             page.wait_for_selector('.kl-explorer[data-ready="1"]', state="attached")
             page.wait_for_selector('.kl-row[data-frame="1"].kl-selected')
 
-            # the frame list, and its filter (applied by Python)
+            # the frame list, and its filter (applied by Python): a word searches, an expression filters
             assert page.locator(".kl-row").count() == 3
             page.fill(".kl-filter", "metadata")
             page.wait_for_function("() => document.querySelectorAll('.kl-row').length === 1")
             assert page.locator(".kl-row").get_attribute("data-frame") == "3"
+            page.fill(".kl-filter", 'api_name == "Produce" and kind == "request"')
+            page.press(".kl-filter", "Enter")
+            page.wait_for_selector('.kl-row[data-frame="2"]')
+            page.wait_for_function("() => document.querySelectorAll('.kl-row').length === 1")
+            page.fill(".kl-filter", 'api_name == "Produce" and (')           # a syntax error is shown
+            page.press(".kl-filter", "Enter")
+            page.wait_for_selector('.kl-filter.kl-bad[data-error*="unexpected end of filter"]')
+            assert "unexpected end of filter" in page.locator(".kl-filter-error").inner_text()
+            assert page.locator(".kl-row").count() == 1                      # the last good filter stays
             page.fill(".kl-filter", "")
+            page.press(".kl-filter", "Enter")
             page.wait_for_function("() => document.querySelectorAll('.kl-row').length === 3")
+            assert page.locator(".kl-filter-error").count() == 0
+
+            # sortable columns: size descending puts the Produce request first
+            page.click('.kl-th[data-column="size"]')
+            page.click('.kl-th[data-column="size"]')
+            page.wait_for_function("() => document.querySelector('.kl-row')?.dataset.frame === '2'")
+            sizes = page.eval_on_selector_all(".kl-row .kl-col-size", "cs => cs.map(c => Number(c.textContent))")
+            assert sizes == sorted(sizes, reverse=True)
+            page.click('.kl-th[data-column="size"]')                           # third click: frame order
+            page.wait_for_function("() => document.querySelector('.kl-row')?.dataset.frame === '1'")
 
             # select frame 2, expand topic_data[0], click its name: the name's bytes light up
             page.click('.kl-row[data-frame="2"]')
@@ -164,6 +194,17 @@ def test_explorer_in_jupyterlab(lab) -> None:
                 == ".orders"
             assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_frame, ex.selected_path, ex.selected_range)") \
                 == "2 topic_data[0].name (0, 36, 43)\n"
+
+            # apply as filter: the selected topic name becomes a display filter
+            page.click(".kl-apply")
+            page.wait_for_function("""() => document.querySelector('.kl-filter').value === 'topics contains "orders"'""")
+            page.wait_for_selector('.kl-count:has-text(" of 3 frames")')
+            assert page.evaluate(RUN_IN_KERNEL, "print(ex.filter_text)") == 'topics contains "orders"\n'
+            shown = page.eval_on_selector_all(".kl-row", "rs => rs.map(r => Number(r.dataset.frame))")
+            assert page.evaluate(RUN_IN_KERNEL, "print([r['frame'] for r in ex.rows])") == f"{shown}\n"
+            page.fill(".kl-filter", "")
+            page.press(".kl-filter", "Enter")
+            page.wait_for_function("() => document.querySelectorAll('.kl-row').length === 3")
 
             # click a byte: the deepest field covering it is selected, in the tree and in Python
             page.click('.kl-hex .kl-byte[data-offset="30"]')
@@ -178,6 +219,8 @@ def test_explorer_in_jupyterlab(lab) -> None:
             assert page.eval_on_selector_all(".kl-hex .kl-char.kl-sel", "cs => cs.map(c => c.textContent).join('')") \
                 == "order-1"
             page.wait_for_selector(f'.kl-node[data-path="{KEY_PATH}"] > .kl-label.kl-selected', state="visible")
+            assert inside(page, f'.kl-node[data-path="{KEY_PATH}"] > .kl-label', ".kl-tree")   # scrolled to it
+            assert inside(page, ".kl-hexrow:first-of-type .kl-char:last-child", ".kl-hex")   # ASCII not clipped
 
             # a byte of the inflated buffer selects the record field inside it
             page.click('.kl-hex .kl-byte[data-offset="14"]')
@@ -194,10 +237,23 @@ def test_explorer_in_jupyterlab(lab) -> None:
             browser.close()
 
 
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+
+
+def open_and_run(page, url: str) -> None:
+    """Open a notebook, wait for its kernel, run every cell."""
+    page.goto(url)
+    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
 def test_saved_notebook_reopened_untrusted_shows_the_static_snapshot(lab, monkeypatch) -> None:
     """Executed elsewhere (nbclient) and saved: JupyterLab opens it untrusted, so the widget view is not
-    rendered and the mimebundle's text/html stands in, with the selected field's bytes marked."""
+    rendered and the snapshot output stands in, with the selected field's bytes marked; nbconvert's HTML
+    shows the same snapshot with its bytes open."""
     import nbclient
+    import nbconvert
     import nbformat
     from playwright.sync_api import sync_playwright
 
@@ -208,18 +264,187 @@ def test_saved_notebook_reopened_untrusted_shows_the_static_snapshot(lab, monkey
         "ex = explore(sample_frames())\nex.select('acks', frame=2)\nex"))
     notebook.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nbclient.NotebookClient(notebook, timeout=60, kernel_name="python3").execute()
-    [output] = notebook.cells[0].outputs
-    assert {"text/html", "application/vnd.jupyter.widget-view+json"} <= set(output["data"])
+    snapshot, live = notebook.cells[0].outputs
+    assert "kl-snapshot" in snapshot["data"]["text/html"]
+    assert {"text/html", "application/vnd.jupyter.widget-view+json"} <= set(live["data"])
     nbformat.write(notebook, LAB_ROOT[lab] / "saved.ipynb")
 
+    html, _ = nbconvert.HTMLExporter(template_name="lab").from_notebook_node(notebook)
+    # nbclient saved the widget state too: offline, the widget cannot be drawn, the snapshot output still is
+    assert "widget-state+json" in html and html.count('class="kl-snapshot"') == 1
+    assert re.search(r'<details open(="")?><summary>bytes \(197\)</summary>', html) and "Produce v9 request" in html
+
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        browser = launch(playwright)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(lab + "lab/tree/saved.ipynb")
+            page.goto(lab + "lab/tree/saved.ipynb?reset")
             page.wait_for_selector(".jp-OutputArea-output mark", state="attached", timeout=60_000)
             assert page.locator(".jp-OutputArea-output mark").count() == 2
             assert "Produce v9 request" in page.locator(".jp-OutputArea-output").first.inner_text()
             assert page.locator(".kl-explorer").count() == 0
+        finally:
+            browser.close()
+
+
+def test_notebook_saved_in_jupyterlab_shows_the_snapshot_after_its_kernel_is_gone(lab) -> None:
+    """Run in JupyterLab, saved (so trusted), kernel shut down, reopened: JupyterLab draws the live view's
+    output with the widget renderer, which finds no model; the snapshot shows instead of "model not found".
+    Running the cell again brings the live explorer back and hides the snapshot."""
+    from playwright.sync_api import sync_playwright
+
+    root = LAB_ROOT[lab]
+    write_notebook(root / "reopen.ipynb", "from kafkalab.notebook import explore, sample_frames\n"
+                                          "ex = explore(sample_frames())\nex.select('acks', frame=2)\nex")
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            open_and_run(page, lab + "lab/tree/reopen.ipynb?reset")
+            page.wait_for_selector('.kl-explorer[data-ready="1"]', state="visible")
+            page.wait_for_selector(".kl-snapshot", state="hidden")            # live: the snapshot steps aside
+            page.evaluate("() => { window.jupyterapp.commands.execute('docmanager:save'); }")
+            deadline = time.monotonic() + 60
+            while "kl-snapshot" not in (root / "reopen.ipynb").read_text():
+                assert time.monotonic() < deadline, "the notebook was not saved"
+                time.sleep(0.25)
+            saved = json.loads((root / "reopen.ipynb").read_text())
+            assert "widgets" not in saved["metadata"]                          # no widget state to go stale
+            page.close()
+            for session in json.load(urllib.request.urlopen(lab + "api/sessions", timeout=10)):
+                request = urllib.request.Request(lab + f"api/kernels/{session['kernel']['id']}", method="DELETE")
+                urllib.request.urlopen(request, timeout=30)
+
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            page.goto(lab + "lab/tree/reopen.ipynb?reset")
+            page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+            snapshot = page.locator(".kl-snapshot")
+            snapshot.wait_for(state="visible")
+            assert "Produce v9 request" in snapshot.inner_text() and snapshot.locator("mark").count() == 2
+            page.wait_for_selector("text=model not found", state="attached")   # the widget renderer gave up
+            assert not page.locator("text=model not found").is_visible()       # ... out of sight
+            assert page.locator(".kl-explorer").count() == 0
+
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            page.wait_for_selector('.kl-explorer[data-ready="1"]', state="visible")
+            page.wait_for_selector('.kl-tree[data-selected-path="acks"]')
+            page.wait_for_selector(".kl-snapshot", state="hidden")
+        finally:
+            browser.close()
+
+
+EVICTING_CODE = """\
+from kafkalab.broker.journal import Journal
+from kafkalab.notebook import explore, sample_frames
+produce = sample_frames()[1]
+journal = Journal(max_frames=5)
+def send(n):
+    journal.request(1.7e9 + n, 1, "127.0.0.1:5000", "127.0.0.1:9092", produce.raw, 0, 9, "demo")
+for n in range(5):
+    send(n)
+ex = explore(journal)
+for n in range(5, 8):      # the ring moves on: frames 1..3 are evicted, still listed in the explorer
+    send(n)
+ex"""
+
+
+def test_an_evicted_frame_says_what_happened(lab) -> None:
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(LAB_ROOT[lab] / "evicted.ipynb", EVICTING_CODE)
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            open_and_run(page, lab + "lab/tree/evicted.ipynb?reset")
+            page.wait_for_selector('.kl-row[data-frame="5"]')
+            page.click('.kl-row[data-frame="2"]')
+            page.wait_for_selector('.kl-explorer[data-notice*="frame 2 is not in the journal"]')
+            assert "not available" in page.locator(".kl-title").inner_text()
+            assert "holds frames 4..8" in page.locator(".kl-missing").inner_text()
+            assert page.locator(".kl-node").count() == 0 and page.locator(".kl-byte").count() == 0
+            page.click('.kl-row[data-frame="5"]')
+            page.wait_for_selector('.kl-explorer[data-notice=""]')
+            page.wait_for_selector('.kl-node[data-path="acks"]')
+            assert page.locator(".kl-byte").count() == len(b"x" * 197)
+        finally:
+            browser.close()
+
+
+BIG_CODE = """\
+import time, kafkalab
+from kafkalab.notebook import explore
+started = time.perf_counter()
+cap = kafkalab.read_capture("big.pcap")
+ex = explore(cap, height="640px")
+print(f"kernel: read and explore {time.perf_counter() - started:.2f} s")
+ex"""
+
+
+@pytest.fixture(scope="module")
+def big_capture(lab) -> int:
+    """A 100,000-frame capture (bench/capture_gen.py's chatty traffic) in the lab's folder."""
+    frames = int(os.environ.get("KAFKALAB_BIG_FRAMES", "100000"))
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        from capture_gen import write_chatty
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    write_chatty(LAB_ROOT[lab] / "big.pcap", frames=frames)
+    write_notebook(LAB_ROOT[lab] / "big.ipynb", BIG_CODE)
+    return frames
+
+
+def test_a_100000_frame_capture_scrolls_to_its_last_frame(lab, big_capture) -> None:
+    """Virtual scrolling over every frame; the summary column in view at 1280 px; go to frame; an evicted
+    (here: unknown) frame says what happened. Prints the timings (first rows, scroll to end, filter)."""
+    from playwright.sync_api import sync_playwright
+
+    last = big_capture
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(120_000)
+            page.goto(lab + "lab/tree/big.ipynb?reset")
+            page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+            started = time.monotonic()
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            page.wait_for_selector('.kl-row[data-frame="1"]')
+            first_rows = time.monotonic() - started
+            assert page.locator(".kl-count").inner_text() == f"{last} frames"
+            assert page.locator(".kl-row").count() < 200                     # virtual: only rows in view exist
+
+            # the summary column is in view without scrolling sideways
+            box = page.locator(".kl-list").bounding_box()
+            summary = page.locator(".kl-head .kl-col-summary").bounding_box()
+            assert summary["x"] + summary["width"] <= box["x"] + box["width"] + 1 and summary["width"] > 150
+
+            started = time.monotonic()
+            page.click('.kl-row[data-frame="1"]')
+            page.press(".kl-list", "End")
+            page.wait_for_selector(f'.kl-row[data-frame="{last}"]', state="visible")
+            to_end = time.monotonic() - started
+
+            page.fill(".kl-goto", "54321")
+            page.press(".kl-goto", "Enter")
+            page.wait_for_selector('.kl-row[data-frame="54321"].kl-selected', state="visible")
+            page.wait_for_selector('.kl-title:has-text("#54321")')
+
+            started = time.monotonic()
+            page.fill(".kl-filter", 'api_name == "Heartbeat" and latency_ms > 0.1')
+            page.press(".kl-filter", "Enter")
+            page.wait_for_function(f"() => / of {last} frames$/.test(document.querySelector('.kl-count').textContent)")
+            filtered = time.monotonic() - started
+            assert page.locator(".kl-filter-error").count() == 0
+
+            page.fill(".kl-goto", str(last + 5))                              # a frame that is not there
+            page.press(".kl-goto", "Enter")
+            page.wait_for_selector(f'.kl-explorer[data-notice*="there is no frame {last + 5}"]')
+            print(f"\nexplorer on {last} frames at 1280 px: first rows {first_rows:.2f} s, "
+                  f"scroll to end {to_end:.2f} s, filter {filtered:.2f} s")
         finally:
             browser.close()

@@ -178,3 +178,96 @@ def test_widget_assets_ship_in_the_package() -> None:
     js = (static / "explorer.js").read_text()
     assert "export default" in js and "http://" not in js and "https://" not in js and "import " not in js
     assert (static / "explorer.css").read_text().strip()
+
+
+def test_the_list_takes_the_display_filter_language(explorer) -> None:
+    explorer.filter_text = 'api_name == "Produce" and kind == "request"'
+    assert [r["frame"] for r in explorer.rows] == [2] and explorer.filter_error == ""
+    explorer.filter_text = 'api_name == "Produce" and ('              # unfinished: the filter's own error
+    assert "unexpected end of filter" in explorer.filter_error
+    assert [r["frame"] for r in explorer.rows] == [2]                     # the last good filter stays
+    explorer.filter_text = "latency_ms > 1"
+    assert explorer.filter_error == "" and explorer.match_total == 0
+    explorer.filter_text = ""
+    assert explorer.match_total == 3
+
+
+def test_sort_pages_and_go_to(golden_frames) -> None:
+    pytest.importorskip("anywidget")
+    from kafkalab.notebook import explore
+
+    explorer = explore(golden_frames)
+    explorer.sort = "-size"
+    sizes = [r["size"] for r in explorer.rows_at(0, len(golden_frames))]
+    assert sizes == sorted((f.size for f in golden_frames), reverse=True)
+    explorer.sort = "api_name"
+    names = [r["api_name"] for r in explorer.rows_at(0, 1000)]
+    assert names == sorted(names)
+    window = explorer.rows_at(100, 10)
+    assert [r["_i"] for r in window] == list(range(100, 110))
+    last = golden_frames[-1].frame
+    explorer.go_to(last)
+    assert explorer.selected_frame == last
+    assert explorer.rows_at(explorer.selected_index, 1)[0]["frame"] == last
+    explorer.go_to(10**6)
+    assert "there is no frame 1000000" in explorer.notice and explorer.selected_frame == last
+
+
+def test_an_evicted_frame_says_what_happened(golden_frames) -> None:
+    pytest.importorskip("anywidget")
+    from kafkalab.notebook import explore
+
+    broker = FakeBroker(golden_frames[:5])
+    explorer = explore(broker)
+    broker.kept = golden_frames[3:5]                       # the ring moved on: frames 1..3 are gone
+
+    def frame(number):
+        for f in broker.kept:
+            if f.frame == number:
+                return f
+        raise KeyError(f"frame {number} is not in the journal (it holds frames 4..5)")
+    broker.frame = frame
+    explorer.selected_frame = 2
+    assert explorer.view["missing"].startswith("frame 2 is not in the journal")
+    assert explorer.view["nodes"] == [] and "cannot be shown" in explorer.notice
+    explorer.selected_frame = 4
+    assert explorer.notice == "" and explorer.view["frame"] == 4
+
+
+def test_following_appends_only_what_is_new(demo) -> None:
+    pytest.importorskip("anywidget")
+    from kafkalab.notebook import explore
+
+    frames = demo[:1]
+    explorer = explore(frames)
+    explorer.filter_text = 'kind == "request"'
+    handle = explorer.follow(frames, interval=60)
+    frames.extend(demo[1:])
+    assert handle.poll() == 2 and handle.poll() == 0
+    assert [r["frame"] for r in explorer.rows] == [1, 2] and explorer.row_total == 3
+    assert explorer.frame(3) is demo[2]
+    explorer.unfollow()
+
+
+def test_apply_as_filter_from_a_field(explorer) -> None:
+    explorer.select("topic_data[0].name", frame=2)
+    assert explorer.field_filter == 'topics contains "orders"'
+    explorer.select("header.request_api_key")
+    assert explorer.field_filter == "api_key == 0"
+    explorer.filter_text = explorer.field_filter
+    assert [r["frame"] for r in explorer.rows] == [2]
+    explorer.select("acks")
+    assert explorer.field_filter == ""
+
+
+def test_the_saved_outputs_pair_snapshot_and_live_view(explorer, monkeypatch) -> None:
+    import IPython.display
+
+    published = []
+    monkeypatch.setattr(IPython.display, "publish_display_data", lambda data, metadata=None: published.append(data))
+    explorer.select("acks", frame=2)
+    explorer._ipython_display_()
+    snapshot, live = published
+    assert 'class="kl-snapshot"' in snapshot["text/html"] and snapshot["text/html"].count("<mark") == 2
+    assert "application/vnd.jupyter.widget-view+json" not in snapshot
+    assert "application/vnd.jupyter.widget-view+json" in live and "kl-snapshot" not in live["text/html"]

@@ -163,3 +163,18 @@ def test_tree_html_caps_large_trees(demo, limit) -> None:
     check_static(html)
     total = sum(1 for _ in demo[1].tree.walk())
     assert html.count("data-path=") == limit and f"… {total - limit} more nodes" in html
+
+
+def test_trees_name_what_raw_numbers_mean(demo) -> None:
+    """API keys, enums, batch attribute bits and millisecond timestamps get their meaning beside the value."""
+    from kafkalab.dissect.text import describe_value
+    from kafkalab.protocol.tree import FieldNode
+
+    html = frame_html(demo[1])
+    assert "request_api_key: 0 (Produce)" in html
+    assert "attributes: 1 (gzip, CreateTime)" in html
+    assert "base_timestamp: 1700000000000 (2023-11-14 22:13:20.000 UTC)" in html
+    assert describe_value(FieldNode("key_type", "key_type", "int8", 0, 1, value=1)) == "1 (TRANSACTION)"
+    assert describe_value(FieldNode("b.attributes", "attributes", "int16", 0, 2, value=0x38)) == \
+        "56 (none, LogAppendTime, transactional, control)"
+    assert describe_value(FieldNode("offset_delta", "offset_delta", "varint", 0, 1, value=3)) == "3"

@@ -182,7 +182,7 @@ def test_04_offline_analysis():
     plan = values["plan"]
     assert values["produced"] == {"orders": plan["orders"], "payments": plan["payments"]}
     assert values["throughput"] == values["produced"]
-    assert values["headers"] == [str([("source", b"web")])]
+    assert values["headers"] == [str([{"key": "source", "value": b"web"}])]
     assert values["codecs"] == ["gzip", "lz4"]
     assert ["CreateTopics", "error", "TOPIC_ALREADY_EXISTS"] in values["errors"]
     assert values["filtered"] == ["CreateTopics"]

@@ -7,7 +7,6 @@ scenario's definition, not read back from kafkalab. Plots are checked by their d
 """
 from __future__ import annotations
 
-import base64
 import subprocess
 import sys
 import uuid
@@ -18,6 +17,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+from pathlib import Path
 
 from kafkalab.dissect.frame import frame_from_message, frames_table
 from kafkalab.dissect.tables import exchanges_table
@@ -321,7 +321,8 @@ def test_sequence_diagram_display_forms(traffic):
     diagram = plots.sequence_diagram(traffic, stream=0)
     bundle = diagram._repr_mimebundle_()
     assert bundle["image/svg+xml"] == diagram._repr_svg_() == diagram.svg
-    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert "image/png" not in bundle                                            # saved once, as SVG
+    assert diagram.to_png().startswith(b"\x89PNG\r\n\x1a\n")
     lines = bundle["text/plain"].splitlines()
     assert len(lines) == 1 + len(diagram.arrows)
     assert "→" in lines[1] and "←" in lines[2]
@@ -347,7 +348,8 @@ def test_plots_draw_their_data(traffic, lag_scenario):
     ax = plots.plot_latency(traffic)
     assert len(ax.collections) == 3                          # Metadata, ApiVersions, Produce
     ax = plots.plot_latency_percentiles(traffic)
-    assert len(ax.patches) == 4 * 3                          # p50, p90, p99, max for three APIs
+    points = [c for c in ax.collections if c.get_label() in ("p50", "p90", "p99", "max")]
+    assert [len(c.get_offsets()) for c in points] == [3] * 4      # p50, p90, p99, max for three APIs
     ax = plots.plot_errors(traffic)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(dict.fromkeys(
         plots.error_timeline(traffic)["api_name"]))
@@ -376,10 +378,106 @@ def test_compare_frames_keeps_what_differs():
         ["acks", "-1", "0", 2, 2, False]]
     diff = plots.compare_frames(_produce("none"), _produce("zstd"))
     by_field = {path.rsplit(".", 1)[-1]: (a, b) for path, a, b in zip(diff["path"], diff["a"], diff["b"])}
-    assert by_field["attributes"] == ("0", "4")                    # the codec bits
+    assert by_field["attributes"] == ("0 (none, CreateTime)", "4 (zstd, CreateTime)")     # the codec bits
+    longest = max(diff["path"], key=len)
+    assert len(longest) > 50 and longest in repr(diff) and longest in diff._repr_html_()   # paths kept whole
     assert {"crc", "batch_length", "size", "deflated", "inflated"} <= set(by_field)
     assert pd.isna(by_field["deflated"][0]) and by_field["deflated"][1] == "[compressed]"
     assert not any(".records[0].records[" in path for path in diff["path"])   # same records once inflated
     everything = plots.compare_frames(_produce(), _produce(), differences_only=False)
     leaves = [n for n in _produce().tree.walk() if not n.children]
     assert len(everything) == len(leaves) and everything["same"].all()
+
+
+# ---------------------------------------------------------------- readable on every shipped capture
+
+CAPTURES = sorted((Path(__file__).resolve().parents[2] / "captures").glob("*.pcap"))
+PLOTS = ["plot_latency", "plot_latency_percentiles", "plot_errors", "plot_throughput", "plot_consumer_lag"]
+
+
+def _texts(fig):
+    """Every visible, non-empty text of a drawn figure with its box on the canvas."""
+    from matplotlib.text import Text
+
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    out = []
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not str(text.get_text()).strip():
+            continue
+        box = text.get_window_extent(renderer)
+        if box.width > 1 and box.height > 1 and box.overlaps(canvas):    # drawn (not an unused tick slot)
+            out.append((text.get_text(), box))
+    return out
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 - 1 and b.x0 < a.x1 - 1 and a.y0 < b.y1 - 1 and b.y0 < a.y1 - 1
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("name", PLOTS)
+def test_every_plot_on_every_shipped_capture_is_readable(capture, name):
+    """No two labels overlap, and an axis either shows data or its title says there is none."""
+    import matplotlib.pyplot as plt
+
+    import kafkalab
+
+    cap = kafkalab.read_capture(capture)
+    source = cap.frame_list if name == "plot_consumer_lag" else cap
+    ax = getattr(plots, name)(source)
+    fig = ax.figure
+    fig.canvas.draw()
+    texts = _texts(fig)
+    clashes = [(a, b) for i, (a, box_a) in enumerate(texts) for b, box_b in texts[i + 1:] if _overlaps(box_a, box_b)]
+    assert not clashes, f"{name} on {capture.name}: overlapping labels {clashes[:5]}"
+    drawn = [c for c in ax.collections if len(c.get_offsets()) or len(getattr(c, "get_segments", list)())]
+    has_data = bool(drawn or [line for line in ax.get_lines() if len(line.get_xdata())] or ax.patches)
+    title = ax.get_title()
+    assert has_data or ":" in title and ("no " in title or "none" in title), f"{name} on {capture.name} is empty"
+    low, high = ax.get_xlim()
+    if has_data and ax.dataLim.width == 0 and name != "plot_latency_percentiles":
+        assert high - low >= 1.0, f"{name} on {capture.name}: one instant on a {high - low:.3f} s axis"
+    plt.close("all")
+
+
+def test_twenty_apis_get_twenty_looks():
+    looks = {tuple(plots.common.style_of(i).values()) for i in range(40)}
+    assert len(looks) == 40
+
+
+def test_single_commit_lag_is_a_labelled_point_on_a_readable_axis(lag_scenario):
+    import matplotlib.pyplot as plt
+
+    one = plots.offsets_table(lag_scenario).head(0)
+    lag = plots.consumer_lag(lag_scenario)
+    first = lag.head(1)
+    ax = plots.plot_consumer_lag(plots.offsets_table(lag_scenario)[
+        plots.offsets_table(lag_scenario)["frame"] <= int(first["frame"].iloc[0])])
+    low, high = ax.get_xlim()
+    assert high - low >= 1.0 and [t.get_text() for t in ax.texts] == [str(int(first["lag"].iloc[0]))]
+    assert one.empty
+    plt.close("all")
+
+
+def test_throughput_picks_bins_for_the_span():
+    assert plots.throughput.__module__.endswith("throughput")
+    from kafkalab.notebook.plots.throughput import auto_freq
+    assert auto_freq(0.2) == "10ms" and auto_freq(60) == "2s" and auto_freq(0) == "1ms"
+
+
+def test_latency_stats_count_acks0_and_kip511_fallbacks_apart():
+    """A real client's ApiVersions fallback (captures/lossy.pcap) is negotiation, not an error; acks=0
+    Produce requests are their own column, not 'unanswered 0'."""
+    import kafkalab
+
+    stats = plots.latency_stats(kafkalab.read_capture(Path(__file__).resolve().parents[2] / "captures" / "lossy.pcap"))
+    versions = stats.loc["ApiVersions"]
+    assert (versions["version_fallbacks"], versions["errors"], versions["answered"]) == (2, 0, 4)
+    exchanges = plots.exchanges_of(kafkalab.read_capture(
+        Path(__file__).resolve().parents[2] / "captures" / "lossy.pcap")).copy()
+    produce = exchanges["api_name"] == "Produce"
+    exchanges.loc[produce, "expects_response"] = False             # as if sent with acks=0
+    exchanges.loc[produce, "response_frame"] = pd.NA
+    row = plots.latency_stats(exchanges).loc["Produce"]
+    assert row["acks0"] == row["requests"] == int(produce.sum()) and row["unanswered"] == 0

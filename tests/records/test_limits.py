@@ -109,3 +109,120 @@ def test_record_count_is_checked_before_use():
     """A header claiming 2^31-1 records in a few bytes costs nothing and is reported."""
     (batch,) = decode_records(_v2_batch(0, b"\x0c\x00\x00\x00\x01\x00\x01\x00\x00", count=0x7FFFFFFF))
     assert any("record count 2147483647 cannot fit" in d for d in batch.diagnostics)
+
+
+# --- budgets: records per batch, bytes and records per record set, tree nodes ---------------------------
+
+TINY_RECORD = b"\x0c\x00\x00\x00\x01\x01\x00"        # 7 bytes: no key, no value, no headers
+
+
+def _zstd_million() -> bytes:
+    """A 671-byte zstd batch whose million records inflate to 7 MB (well under the byte cap)."""
+    return _v2_batch(4, bytes(cramjam.zstd.compress(TINY_RECORD * 1_000_000, level=19)), count=1_000_000)
+
+
+def test_a_batch_claiming_a_million_records_is_not_decoded():
+    data = _zstd_million()
+    assert len(data) < 700
+    start = time.monotonic()
+    (batch,) = decode_records(data)
+    assert batch.records == () and any("budget exceeded" in d for d in batch.diagnostics), batch.diagnostics
+    root = FieldNode("r", "records", "records", 0)
+    trace_records(data, root, 0, "r")
+    assert sum(1 for _ in root.walk()) < 100
+    assert any("budget exceeded" in d for n in root.walk() for d in n.diagnostics)
+    assert time.monotonic() - start < 2
+
+
+def test_inflated_bytes_are_budgeted_across_the_batches_of_a_record_set():
+    from kafkalab.protocol.records import build_batch, encode_records
+    one = encode_records([build_batch([(None, bytes(100 << 20))], codec="gzip")])
+    assert len(one) < 200_000
+    batches = decode_records(one * 3)
+    decoded = [len(b.records[0].value) if b.records else 0 for b in batches]
+    assert decoded == [100 << 20, 100 << 20, 0]                       # 256 MiB per record set by default
+    assert any("limit" in d for d in batches[2].diagnostics)
+
+
+def test_tree_nodes_are_budgeted():
+    count = 120_000                                  # a legal 840 KB batch: ten nodes a record
+    data = _v2_batch(0, TINY_RECORD * count, count=count)
+    root = FieldNode("r", "records", "records", 0)
+    trace_records(data, root, 0, "r")
+    nodes = sum(1 for _ in root.walk())
+    assert nodes <= 100_050, nodes                   # limits.DEFAULT_MAX_NODES, not 1.2 million
+    last = root.find("r[0].records.unannotated")
+    assert last is not None and last.end == len(data) and "budget exceeded" in last.diagnostics[0]
+
+
+def _linked_frame(payload: bytes) -> bytes:
+    """An lz4 frame with the block-independence flag cleared (legal: such blocks just may not refer back)."""
+    from kafkalab.protocol.records.lz4frame import compress, header_checksum
+    frame = bytearray(compress(payload, broken_checksum=False))
+    frame[4] &= ~0x20
+    frame[6] = header_checksum(bytes(frame[:6]), broken=False)
+    return bytes(frame)
+
+
+def test_concatenated_linked_lz4_frames_decode_once_each():
+    from kafkalab.protocol.records.lz4frame import decompress
+    out, _ = decompress(_linked_frame(b"first ") + _linked_frame(b"second"), 1 << 20, magic=2)
+    assert out == b"first second"
+
+
+def test_linked_lz4_frame_before_a_gigabyte_frame_does_not_inflate_it():
+    data = _v2_batch(3, _linked_frame(b"tiny") + _lz4_gib())
+    start = time.monotonic()
+    (batch,) = decode_records(data, max_inflated=1 << 20)
+    assert not batch.records and any("limit" in d for d in batch.diagnostics), batch.diagnostics
+    assert time.monotonic() - start < 1
+
+
+def test_decode_verbose_of_a_tiny_hostile_capture_stays_small(tmp_path):
+    """A 1.3 KB pcap (one Produce of the million-record zstd batch) once cost ``kafkalab decode -V`` 65 s and
+    8.5 GiB; now the batch is a "budget exceeded" node, under a 1.5 GiB address-space limit."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from kafkalab.broker import Broker
+    from kafkalab.protocol import encode_request
+    body = {"acks": -1, "timeout_ms": 1000, "topic_data": [{"name": "t", "partition_data": [
+        {"index": 0, "records": _zstd_million()}]}]}
+    pcap = tmp_path / "bomb.pcap"
+    with Broker(topics={"t": 1}) as broker:
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
+            sock.sendall(encode_request("Produce", 9, body, correlation_id=1, client_id="x"))
+            sock.recv(4096)
+        broker.write_pcap(pcap)
+        port = broker.port
+    assert pcap.stat().st_size < 2000
+    limit = "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20)); " \
+            "from kafkalab.cli import main; sys.exit(main(sys.argv[1:]))"
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", limit, "decode", "-V", "-p", str(port), str(pcap)],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "budget exceeded" in done.stdout
+    assert time.monotonic() - start < 20
+
+
+def test_inflated_bytes_are_budgeted_across_the_record_sets_of_a_frame():
+    """Sixteen partitions of one 127 MiB value each once cost 2.2 GiB: the frame shares one budget."""
+    from kafkalab.protocol import decode_request, encode_request
+    from kafkalab.protocol.records import build_batch, encode_records
+    one = encode_records([build_batch([(None, bytes(100 << 20))], codec="gzip")])
+    frame = encode_request("Produce", 9, {"acks": -1, "timeout_ms": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": i, "records": one} for i in range(3)]}]}, correlation_id=1)
+    partitions = decode_request(frame).body["topic_data"][0]["partition_data"]
+    decoded = [len(p["records"][0].records[0].value) if p["records"][0].records else 0 for p in partitions]
+    assert decoded == [100 << 20, 100 << 20, 0]
+    assert any("limit" in d for d in partitions[2]["records"][0].diagnostics)
+    from kafkalab.protocol.records import set_limits
+    previous = set_limits(inflated=400 << 20)                         # the budget is configurable
+    try:
+        partitions = decode_request(frame).body["topic_data"][0]["partition_data"]
+        assert all(len(p["records"][0].records[0].value) == 100 << 20 for p in partitions)
+    finally:
+        set_limits(**vars(previous))

@@ -7,24 +7,28 @@ from __future__ import annotations
 
 from kafkalab.protocol import api_spec
 
-from . import (add_offsets_to_txn, alter_client_quotas, describe_client_quotas, create_acls, delete_acls, describe_acls, add_partitions_to_txn, alter_configs, alter_user_scram_credentials, api_versions, create_partitions,
-               create_topics, delete_records, delete_topics, describe_cluster, describe_configs, describe_log_dirs,
-               describe_producers, describe_topic_partitions, describe_transactions, describe_user_scram_credentials,
-               end_txn, fetch,
-               find_coordinator, get_telemetry_subscriptions, incremental_alter_configs, init_producer_id,
-               list_offsets, list_transactions, metadata, offset_commit, offset_fetch, offset_for_leader_epoch,
-               produce, push_telemetry, sasl_authenticate, sasl_handshake, txn_offset_commit, write_txn_markers)
-from .base import Handler, RequestContext, Wait
+from . import (add_offsets_to_txn, add_partitions_to_txn, alter_client_quotas, alter_configs,
+               alter_user_scram_credentials, api_versions, consumer_group_describe, consumer_group_heartbeat,
+               create_acls, create_partitions, create_topics, delete_acls, delete_groups, delete_records,
+               delete_topics, describe_acls, describe_client_quotas, describe_cluster, describe_configs,
+               describe_groups, describe_log_dirs, describe_producers, describe_topic_partitions,
+               describe_transactions, describe_user_scram_credentials, end_txn, fetch, find_coordinator,
+               get_telemetry_subscriptions, heartbeat, incremental_alter_configs, init_producer_id, join_group,
+               leave_group, list_groups, list_offsets, list_transactions, metadata, offset_commit, offset_delete,
+               offset_fetch, offset_for_leader_epoch, produce, push_telemetry, sasl_authenticate, sasl_handshake,
+               sync_group, txn_offset_commit, write_txn_markers)
+from .base import Handler, Offload, RequestContext, Wait
 
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, find_coordinator, api_versions,
            create_topics, delete_topics, delete_records, init_producer_id, offset_for_leader_epoch,
            describe_configs, alter_configs, describe_log_dirs, create_partitions, incremental_alter_configs,
            describe_cluster, get_telemetry_subscriptions, push_telemetry, describe_topic_partitions,
            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, describe_transactions,
-           list_transactions, describe_producers, write_txn_markers, sasl_handshake, sasl_authenticate,
+           list_transactions, describe_producers, write_txn_markers,
+           join_group, sync_group, heartbeat, leave_group, describe_groups, list_groups, delete_groups, offset_delete,
+           consumer_group_heartbeat, consumer_group_describe, sasl_handshake, sasl_authenticate,
            describe_user_scram_credentials, alter_user_scram_credentials, describe_acls, create_acls, delete_acls,
            describe_client_quotas, alter_client_quotas)
-
 
 def build_registry(modules=MODULES) -> dict[int, Handler]:
     registry = {}
@@ -37,4 +41,4 @@ def build_registry(modules=MODULES) -> dict[int, Handler]:
 
 REGISTRY = build_registry()
 
-__all__ = ["Handler", "RequestContext", "Wait", "REGISTRY", "MODULES", "build_registry"]
+__all__ = ["Handler", "Offload", "RequestContext", "Wait", "REGISTRY", "MODULES", "build_registry"]

@@ -1,7 +1,7 @@
 """CreatePartitions (37), v0-v3: grow a topic to ``count`` partitions.
 
 Per topic: INVALID_REQUEST when named twice, UNKNOWN_TOPIC_OR_PARTITION when missing, INVALID_PARTITIONS when
-the count does not grow the topic, INVALID_REPLICA_ASSIGNMENT when explicit assignments do not give exactly one
+the count does not grow the topic or exceeds ``max_partitions_per_topic``, INVALID_REPLICA_ASSIGNMENT when explicit assignments do not give exactly one
 list per new partition, each naming this broker (the only one) once. ``validate_only`` checks without creating.
 """
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .base import Handler
+from .create_topics import partitions_above_limit
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS = 0, 3, 37
 INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST = 39, 42
@@ -41,6 +42,8 @@ def _grow(ctx, t: dict, validate_only: bool) -> tuple[int, str] | None:
         return INVALID_PARTITIONS, f"Topic currently has {current} partitions, which is higher than the requested {wanted}."
     if wanted == current:
         return INVALID_PARTITIONS, f"Topic already has {current} partitions."
+    if wanted > ctx.state.config.max_partitions_per_topic:
+        return INVALID_PARTITIONS, partitions_above_limit(ctx, wanted)
     assignments = t.get("assignments")
     if assignments is not None:
         if len(assignments) != wanted - current:

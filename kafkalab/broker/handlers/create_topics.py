@@ -1,7 +1,7 @@
 """CreateTopics (19), v0-v7, with Kafka's validation and error codes.
 
 INVALID_TOPIC_EXCEPTION (17) for illegal names, TOPIC_ALREADY_EXISTS (36), INVALID_PARTITIONS (37) for a
-partition count of 0 or below -1, INVALID_REPLICATION_FACTOR (38) above the one broker there is,
+partition count of 0, below -1 or above ``max_partitions_per_topic``, INVALID_REPLICATION_FACTOR (38) above the one broker there is,
 INVALID_REQUEST (42) for a name given twice, assignments together with counts or a null config value,
 INVALID_CONFIG (40) for an unknown or invalid topic config. -1 means the broker default (v4+, KIP-464).
 ``validate_only`` checks without creating. v5+ echoes the topic's configs as DescribeConfigs reports them; v7
@@ -41,17 +41,25 @@ def _problem(ctx, t: dict, duplicated: bool) -> tuple[int, str] | None:
     if name in ctx.state.store.topics:
         return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
     count, factor = t.get("num_partitions", -1), t.get("replication_factor", -1)
+    if len(t.get("assignments") or ()) > ctx.state.config.max_partitions_per_topic:
+        return INVALID_PARTITIONS, partitions_above_limit(ctx, len(t["assignments"]))
     if t.get("assignments"):
         if count != -1 or factor != -1:
             return INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set."
         return _config_problem(t.get("configs") or ())
     if count == 0 or count < -1:
         return INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+    if count > ctx.state.config.max_partitions_per_topic:
+        return INVALID_PARTITIONS, partitions_above_limit(ctx, count)
     if factor == 0 or factor < -1:
         return INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
     if factor > 1:
         return INVALID_REPLICATION_FACTOR, f"Replication factor: {factor} larger than available brokers: 1."
     return _config_problem(t.get("configs") or ())
+
+
+def partitions_above_limit(ctx, count: int) -> str:
+    return f"{count} partitions are more than this broker's limit of {ctx.state.config.max_partitions_per_topic}."
 
 
 def _config_problem(configs) -> tuple[int, str] | None:

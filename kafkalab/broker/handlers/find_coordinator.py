@@ -1,22 +1,34 @@
 """FindCoordinator (10), v0-v6: this broker coordinates every group and transactional id.
 
-v0-v3 ask for one key; v4+ for a list (``coordinator_keys``, KIP-699) answered one entry each.
+v0 asks for a group; v1-v3 for one key of a type (0 group, 1 transaction); v4+ for a list
+(``coordinator_keys``, KIP-699) answered one entry each. An unknown key type is ErrorCode.INVALID_REQUEST, an empty
+group id ErrorCode.INVALID_GROUP_ID (as Kafka answers).
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from .base import Handler
+
+GROUP, TRANSACTION = 0, 1
 
 
 def handle(ctx, body: dict) -> dict:
-    state = ctx.state
-    host = ctx.local_host or state.advertised_host
-    port = ctx.local_port or state.advertised_port
+    key_type = body.get("key_type", GROUP)
     if ctx.api_version >= 4:
-        return {"throttle_time_ms": 0, "coordinators": [
-            {"key": key, "node_id": state.node_id, "host": host, "port": port, "error_code": 0, "error_message": None}
-            for key in body.get("coordinator_keys", ())]}
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "node_id": state.node_id,
-            "host": host, "port": port}
+        return {"throttle_time_ms": 0, "coordinators": [_entry(ctx, key, key_type) | {"key": key}
+                                                        for key in body.get("coordinator_keys", ())]}
+    return {"throttle_time_ms": 0, **_entry(ctx, body.get("key", ""), key_type)}
 
 
-HANDLER = Handler(10, 0, 6, handle)
+def _entry(ctx, key: str, key_type: int) -> dict:
+    state = ctx.state
+    error = ErrorCode.INVALID_REQUEST if key_type not in (GROUP, TRANSACTION) else \
+        ErrorCode.INVALID_GROUP_ID if key_type == GROUP and not key else ErrorCode.NONE
+    if error:
+        return {"node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": None}
+    return {"node_id": state.node_id, "host": ctx.local_host or state.advertised_host,
+            "port": ctx.local_port or state.advertised_port, "error_code": ErrorCode.NONE, "error_message": None}
+
+
+HANDLER = Handler(ApiKey.FIND_COORDINATOR, 0, 6, handle)

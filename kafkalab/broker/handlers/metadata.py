@@ -1,8 +1,9 @@
 """Metadata (3), v0-v13: this broker is every broker, the controller and the leader of every partition.
 
 Topics asked for by name that do not exist are created when both the broker (``auto_create_topics``) and,
-from v4, the request (``allow_auto_topic_creation``) allow it. v10+ may ask by topic id; v0 with an empty
-list and v1+ with a null list mean "all topics". The coordinators' own topics are listed as internal.
+from v4, the request (``allow_auto_topic_creation``) allow it, at most ``max_auto_created_topics_per_request``
+per request (the rest get UNKNOWN_TOPIC_OR_PARTITION, which clients retry). v10+ may ask by topic id; v0 with an
+empty list and v1+ with a null list mean "all topics". The coordinators' own topics are listed as internal.
 
 Authorization (KafkaApis' rules): "all topics" lists only those the principal may DESCRIBE; a topic asked by
 name without DESCRIBE, or to be created without CREATE (on the cluster or the topic), is
@@ -29,7 +30,8 @@ def handle(ctx, body: dict) -> dict:
         topics = [_describe(ctx, t) for t in state.store.topics.values() if ctx.allowed("DESCRIBE", "TOPIC", t.name)]
     else:
         allow = body.get("allow_auto_topic_creation", True) and state.config.auto_create_topics
-        topics = [_lookup(ctx, item, allow) for item in requested]
+        creations = [state.config.max_auto_created_topics_per_request] if allow else [0]
+        topics = [_lookup(ctx, item, creations) for item in requested]
     if body.get("include_topic_authorized_operations"):
         for t in topics:
             if t["error_code"] == NONE:
@@ -43,7 +45,9 @@ def handle(ctx, body: dict) -> dict:
             "cluster_authorized_operations": cluster_operations, "error_code": 0}
 
 
-def _lookup(ctx, item: dict, allow_create: bool) -> dict:
+def _lookup(ctx, item: dict, creations: list[int]) -> dict:
+    """The topic's metadata; a missing topic is created while ``creations[0]`` (what this request may still
+    create: one request naming 200,000 new topics must not stall the broker) allows."""
     store = ctx.state.store
     name, topic_id = item.get("name"), item.get("topic_id") or ZERO_UUID
     if name is None and topic_id != ZERO_UUID:
@@ -58,9 +62,10 @@ def _lookup(ctx, item: dict, allow_create: bool) -> dict:
         return _describe(ctx, topic)
     if topic_name_problem(name):
         return _error(name, INVALID_TOPIC_EXCEPTION)
-    if allow_create and not (ctx.allowed("CREATE", "CLUSTER") or ctx.allowed("CREATE", "TOPIC", name)):
+    if creations[0] > 0 and not (ctx.allowed("CREATE", "CLUSTER") or ctx.allowed("CREATE", "TOPIC", name)):
         return _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    if allow_create:
+    if creations[0] > 0:
+        creations[0] -= 1
         return _describe(ctx, ctx.state.create_topic(name))
     return _error(name, UNKNOWN_TOPIC_OR_PARTITION)
 

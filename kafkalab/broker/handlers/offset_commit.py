@@ -1,21 +1,25 @@
 """OffsetCommit (8), v0-v10: store committed offsets per group, topic and partition.
 
-Group membership is not checked yet (consumer groups come with a later issue): commits from consumers that
-assign partitions themselves (generation -1) and from members alike are stored. v10 names topics by id.
+The group coordinator checks who commits first (:meth:`GroupCoordinator.commit_problem`): a member of a
+classic group in its generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS while the group
+waits for its assignment, FENCED_INSTANCE_ID), a KIP-848 member in its epoch (STALE_MEMBER_EPOCH), or a
+"simple" commit (generation -1, no member: consumers that assign partitions themselves, and every v0 commit)
+to a group without members. A refused commit answers the error for every partition. v10 names topics by id.
 """
 from __future__ import annotations
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..storage import Committed
 from .base import Handler
-
-NONE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID = 0, 3, 100
 
 
 def handle(ctx, body: dict) -> dict:
     store = ctx.state.store
     group = body["group_id"]
+    refused = ctx.state.groups.commit_problem(ctx.now_ms, group, body.get("member_id") or "",
+                                              body.get("group_instance_id"),
+                                              body.get("generation_id_or_member_epoch", -1))
     topics = []
     group_denied = not ctx.allowed("READ", "GROUP", group)
     for t in body.get("topics", ()):
@@ -29,16 +33,19 @@ def handle(ctx, body: dict) -> dict:
         partitions = []
         for p in t.get("partitions", ()):
             index = p["partition_index"]
-            if topic is None or not 0 <= index < len(topic.partitions):
-                error = UNKNOWN_TOPIC_ID if topic is None and ctx.api_version >= 10 else UNKNOWN_TOPIC_OR_PARTITION
+            if refused:
+                error = refused
+            elif topic is None or not 0 <= index < len(topic.partitions):
+                by_id = topic is None and ctx.api_version >= 10
+                error = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                error = NONE
+                error = ErrorCode.NONE
                 store.commit(group, topic.name, index, Committed(p["committed_offset"],
                                                                  p.get("committed_leader_epoch", -1),
-                                                                 p.get("committed_metadata")))
+                                                                 p.get("committed_metadata"), ctx.now_ms))
             partitions.append({"partition_index": index, "error_code": error})
         topics.append({"name": t.get("name", ""), "topic_id": t.get("topic_id"), "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-HANDLER = Handler(8, 0, 10, handle)
+HANDLER = Handler(ApiKey.OFFSET_COMMIT, 0, 10, handle)

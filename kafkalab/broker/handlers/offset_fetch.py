@@ -7,11 +7,9 @@ start from an offset that is about to change.
 """
 from __future__ import annotations
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from .base import Handler
-
-NONE, UNKNOWN_TOPIC_OR_PARTITION = 0, 3
 
 
 def handle(ctx, body: dict) -> dict:
@@ -43,7 +41,7 @@ def _group(ctx, group: str, topics) -> dict:
         name = topic.name if topic is not None else t.get("name", "")
         out.append({"name": name, "topic_id": t.get("topic_id"),
                     "partitions": [_partition(store, group, name, i) for i in t.get("partition_indexes", ())]})
-    return {"group_id": group, "topics": out, "error_code": NONE}
+    return {"group_id": group, "topics": out, "error_code": ErrorCode.NONE}
 
 
 def _mark_unstable(ctx, answer: dict) -> None:
@@ -58,10 +56,10 @@ def _partition(store, group: str, topic: str, index: int) -> dict:
     committed = store.fetch_committed(group, topic, index)
     if committed is None:
         return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
-                "error_code": NONE}
+                "error_code": ErrorCode.NONE}
     return {"partition_index": index, "committed_offset": committed.offset,
             "committed_leader_epoch": committed.leader_epoch, "metadata": committed.metadata or "",
-            "error_code": NONE}
+            "error_code": ErrorCode.NONE}
 
 
-HANDLER = Handler(9, 0, 10, handle)
+HANDLER = Handler(ApiKey.OFFSET_FETCH, 0, 10, handle)

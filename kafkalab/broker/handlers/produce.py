@@ -1,6 +1,7 @@
 """Produce (0), v0-v13: validate, check producer sequences, assign offsets, append; acks=0 gets no answer.
 
-Per partition: unknown topic/partition, CORRUPT_MESSAGE (bad framing or CRC), MESSAGE_TOO_LARGE, and the
+Per partition: unknown topic/partition, CORRUPT_MESSAGE (bad framing or CRC), INVALID_RECORD (a header
+whose offset range and record count disagree, v8+; CORRUPT_MESSAGE before), MESSAGE_TOO_LARGE, and the
 idempotence outcomes (duplicate -> the original base offset with no error; gap -> OUT_OF_ORDER_SEQUENCE_NUMBER;
 old epoch -> INVALID_PRODUCER_EPOCH). Topics with ``message.timestamp.type=LogAppendTime`` get the broker's
 time stamped into their batches and reported as ``log_append_time_ms``; CreateTime topics with
@@ -13,33 +14,64 @@ and so are the internal topics (INVALID_TOPIC_EXCEPTION, as Kafka answers client
 """
 from __future__ import annotations
 
+import logging
+
 from kafkalab.protocol import ErrorCode
 
 from ..config import INTERNAL_TOPICS
 from ..security.quotas import PRODUCER_BYTE_RATE
 from ..storage import Duplicate
 from ..storage.log import CONTROL, TRANSACTIONAL
-from ..validate import check_record_set, stamp_log_append_time, timestamps_within
-from .base import Handler
+from ..validate import (CORRUPT_MESSAGE, INVALID_RECORD, Checked, check_record_set, needs_inflating,
+                        stamp_log_append_time, timestamps_within)
+from .base import Handler, Offload
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, INVALID_TIMESTAMP, UNKNOWN_TOPIC_ID = 0, 3, 19, 32, 100
+KAFKA_STORAGE_ERROR, UNKNOWN_SERVER_ERROR = 56, -1
+log = logging.getLogger("kafkalab.broker")
 IN_SYNC_REPLICAS = 1
 
 
-def handle(ctx, body: dict) -> dict | None:
+def handle(ctx, body: dict):
+    """Checks that inflate (legacy wrappers, "full" mode) run off the event loop as an :class:`Offload`, so
+    one client's hostile wrapper does not stall the others; the rest is answered at once."""
+    jobs = _check_jobs(ctx, body)
+    mode = ctx.state.config.validate_records
+    if not any(needs_inflating(job[0], mode) for job in jobs.values()):
+        return _answer(ctx, body, {key: check_record_set(*job) for key, job in jobs.items()})
+    return Offload(lambda: {key: check_record_set(*job) for key, job in jobs.items()},
+                   lambda verdicts: _answer(ctx, body, verdicts))
+
+
+def _check_jobs(ctx, body: dict) -> dict:
+    """(topic index, partition index) -> the arguments of check_record_set, for every known partition."""
+    state = ctx.state
+    jobs = {}
+    for ti, topic_data in enumerate(body.get("topic_data", ())):
+        topic = _topic(ctx, topic_data)
+        if topic is None:
+            continue
+        max_batch_bytes = state.produce_settings(topic).max_batch_bytes
+        for pi, data in enumerate(topic_data.get("partition_data", ())):
+            jobs[ti, pi] = (data.get("records"), max_batch_bytes, state.config.validate_records,
+                            state.config.max_records_per_batch)
+    return jobs
+
+
+def _answer(ctx, body: dict, verdicts: dict) -> dict | None:
     touched: dict[int, object] = {}
     responses = []
     acks = body.get("acks")
     transactional_id = body.get("transactional_id")
     if transactional_id is not None and not ctx.allowed("WRITE", "TRANSACTIONAL_ID", transactional_id):
         return _denied_everywhere(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    for topic_data in body.get("topic_data", ()):
+    for ti, topic_data in enumerate(body.get("topic_data", ())):
         topic = _topic(ctx, topic_data)
         denied = topic is not None and not ctx.allowed("WRITE", "TOPIC", topic.name)
         partitions = [_result(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) if denied else
-                      _produce_partition(ctx, topic, p, touched, acks) if topic is not None else
-                      _result(p["index"], UNKNOWN_TOPIC_ID if ctx.api_version >= 13 else UNKNOWN_TOPIC_OR_PARTITION)
-                      for p in topic_data.get("partition_data", ())]
+                      _guarded(ctx, topic, p, touched, acks, verdicts.get((ti, pi))) if topic is not None
+                      else _result(p["index"], UNKNOWN_TOPIC_ID if ctx.api_version >= 13 else UNKNOWN_TOPIC_OR_PARTITION)
+                      for pi, p in enumerate(topic_data.get("partition_data", ()))]
         responses.append({"name": topic_data.get("name", ""), "topic_id": topic_data.get("topic_id"),
                           "partition_responses": partitions})
     if touched:
@@ -69,12 +101,24 @@ def _topic(ctx, topic_data: dict):
 
 
 def _result(index: int, error: int, base_offset: int = -1, log_append_time: int = -1,
-            log_start_offset: int = -1) -> dict:
+            log_start_offset: int = -1, message: str | None = None) -> dict:
     return {"index": index, "error_code": error, "base_offset": base_offset, "log_append_time_ms": log_append_time,
-            "log_start_offset": log_start_offset, "record_errors": [], "error_message": None}
+            "log_start_offset": log_start_offset, "record_errors": [], "error_message": message}
 
 
-def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict:
+def _guarded(ctx, topic, data: dict, touched: dict, acks: int, verdict: Checked | None) -> dict:
+    """One partition's result, whatever happens to it: out of disk or descriptors is KAFKA_STORAGE_ERROR, a
+    bug UNKNOWN_SERVER_ERROR, and the other partitions of the request still get theirs."""
+    try:
+        return _produce_partition(ctx, topic, data, touched, acks, verdict)
+    except OSError as exc:
+        return _result(data["index"], KAFKA_STORAGE_ERROR, message=str(exc))
+    except Exception:  # noqa: BLE001 - one partition's failure must not hide the others' results
+        log.exception("Produce to %s-%s failed", topic.name, data.get("index"))
+        return _result(data["index"], UNKNOWN_SERVER_ERROR, message="the broker failed to store this partition")
+
+
+def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int, verdict: Checked | None) -> dict:
     index = data["index"]
     if not 0 <= index < len(topic.partitions):
         return _result(index, UNKNOWN_TOPIC_OR_PARTITION)
@@ -87,9 +131,14 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict
     if settings.min_insync_replicas > IN_SYNC_REPLICAS and acks == -1:
         return _result(index, NOT_ENOUGH_REPLICAS, log_start_offset=log.log_start_offset)
     records = data.get("records")
-    error, batches = check_record_set(records, settings.max_batch_bytes, state.config.validate_records)
+    if verdict is None:
+        verdict = check_record_set(records, settings.max_batch_bytes, state.config.validate_records,
+                                   max_records=state.config.max_records_per_batch)
+    error, reason, batches, counts = verdict
+    if error == INVALID_RECORD and ctx.api_version < 8:
+        error = CORRUPT_MESSAGE             # INVALID_RECORD arrived with Produce v8 (KIP-467)
     if error:
-        return _result(index, error, log_start_offset=log.log_start_offset)
+        return _result(index, error, log_start_offset=log.log_start_offset, message=reason)
     if (settings.before_max_ms is not None or settings.after_max_ms is not None) and not settings.log_append_time \
             and not timestamps_within(records, ctx.now_ms, settings.before_max_ms, settings.after_max_ms):
         return _result(index, INVALID_TIMESTAMP, log_start_offset=log.log_start_offset)
@@ -107,7 +156,7 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int) -> dict
     if settings.log_append_time:
         append_time = ctx.now_ms
         records = stamp_log_append_time(records, append_time)
-    base = log.append(records)
+    base = log.append(records, counts)
     offset = base
     for b in batches:
         partition.producers.record(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence, offset)

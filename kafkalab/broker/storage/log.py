@@ -5,7 +5,9 @@ offset, segment, position, size, max timestamp) and segment rolling. Must not kn
 topics or clocks. Appends take record-set bytes that were already validated and give them consecutive offsets
 without re-encoding: record batches (v2) get a new 16-byte head (base offset, length, leader epoch 0, all
 outside the CRC) in front of a read-only view of the rest, so appending copies nothing; legacy message sets go
-through the codec's ``assign_offsets``. Whole segments below the log start offset are dropped (DeleteRecords).
+through the codec's ``assign_offsets``. A batch whose offset range contradicts its record count is refused
+(:class:`InvalidBatch`): the log end offset never rewinds or leaps. Opening a file-backed log recovers its
+segments through :mod:`.recovery`. Whole segments below the log start offset are dropped (DeleteRecords).
 Reads hand back whole stored batches, byte for byte. With one replica the high watermark is the log end
 offset.
 
@@ -18,15 +20,18 @@ end offset. Both are rebuilt by recovery, which indexes the stored batches the s
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import struct
 from typing import Callable, NamedTuple
 
-import crc32c
-
 from kafkalab.protocol.records import assign_offsets, decode_records, iter_batches
+from kafkalab.protocol.records.batch import header_problem
 
-from .segment import FileSegment, MemorySegment
+from .recovery import scan_segment
+from .segment import FileSegment, HandleCache, MemorySegment
+
+logger = logging.getLogger("kafkalab.broker")
 
 _V2_MAX_TS = struct.Struct(">q")    # at byte 35 of a v2 batch
 _V2_HEAD = struct.Struct(">qii")    # base offset, batch length, partition leader epoch: the bytes before magic
@@ -37,6 +42,10 @@ _V2_ATTRIBUTES = struct.Struct(">h")  # at byte 21 of a v2 batch
 _V2_PRODUCER_ID = struct.Struct(">q")  # at byte 43
 TRANSACTIONAL, CONTROL = 0x10, 0x20  # v2 attribute bits
 COMMIT_MARKER = 1                   # control record type (0 = ABORT)
+
+
+class InvalidBatch(ValueError):
+    """A record set whose headers make no sense reached the log (the broker's gate should have refused it)."""
 
 
 class BatchEntry(NamedTuple):
@@ -82,12 +91,14 @@ class PartitionLog:
         return cls(MemorySegment, segment_bytes)
 
     @classmethod
-    def open(cls, directory: str, segment_bytes: int) -> PartitionLog:
-        """A file-backed log, recovering whatever segments ``directory`` holds (a torn tail is cut off)."""
+    def open(cls, directory: str, segment_bytes: int, handles: HandleCache | None = None) -> PartitionLog:
+        """A file-backed log, recovering whatever segments ``directory`` holds (a torn tail is cut off);
+        ``handles``: the store's bounded cache of open files."""
         os.makedirs(directory, exist_ok=True)
-        log = cls(lambda base: FileSegment(directory, base), segment_bytes)
+        handles = handles if handles is not None else HandleCache()
+        log = cls(lambda base: FileSegment(directory, base, handles), segment_bytes)
         for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
-            log._recover_segment(FileSegment(directory, int(name[:-4])))
+            log._recover_segment(FileSegment(directory, int(name[:-4]), handles))
         if log.entries:
             log.log_start_offset = log.entries[0].base_offset
         start_file = os.path.join(directory, "log-start-offset")
@@ -98,15 +109,22 @@ class PartitionLog:
         return log
 
     def _recover_segment(self, segment) -> None:
+        """Index every batch of ``segment`` that proves intact (:mod:`.recovery`); damaged stretches between
+        them are skipped (copied to ``<segment>.damaged`` for inspection) and a torn tail is cut off. Every
+        byte not kept is logged with the reason."""
         data = segment.read(0, segment.size)
-        good = 0
-        for b in iter_batches(data):
-            if b.partial or not _crc_ok(data, b.position, b.size, b.magic):
-                break
-            self._index(segment, data, b.position, b.size, b.base_offset, b.last_offset, b.magic)
-            good = b.position + b.size
-        if good < segment.size:
-            segment.truncate(good)     # a torn or corrupt tail: nothing after it was acknowledged durably
+        scan = scan_segment(data, self.next_offset - 1)
+        for k in scan.kept:
+            self._index(segment, data, k.position, k.size, k.base_offset, k.last_offset, k.magic)
+        for d in scan.damaged:
+            logger.error("recovery of %s: bytes %d..%d skipped (%s); copied to %s.damaged", segment.path,
+                         d.start, d.end, d.reason, segment.path)
+            _quarantine(segment.path, d.start, data[d.start:d.end])
+        if scan.tail < segment.size:
+            logger.warning("recovery of %s: cutting %d bytes after byte %d (a torn or unprovable tail); copied "
+                           "to %s.damaged", segment.path, segment.size - scan.tail, scan.tail, segment.path)
+            _quarantine(segment.path, scan.tail, data[scan.tail:])
+            segment.truncate(scan.tail)
         if segment.size or not self.segments:
             self.segments.append(segment)
         else:
@@ -114,20 +132,21 @@ class PartitionLog:
 
     # --- writing --------------------------------------------------------------------------------------
 
-    def append(self, records: bytes) -> int:
+    def append(self, records: bytes, counts: list[int] | None = None) -> int:
         """Store a validated record set at the end of the log; returns its base offset.
 
         Record batches (v2) get their offsets and the partition leader epoch written into the 16 bytes before
         the magic byte, which the CRC does not cover: what is stored is those new headers and read-only views
-        of the rest of the received batches (nothing copied). Legacy message sets go through the codec's
-        ``assign_offsets``."""
+        of the rest of the received batches (nothing copied). A v2 header whose offset range is not its record
+        count raises :class:`InvalidBatch` (the log end offset never moves back or leaps). Legacy message sets
+        go through the codec's ``assign_offsets`` (``counts``: records per entry, when the caller counted)."""
         base = self.next_offset
         bounds = list(iter_batches(records))
         if bounds and all(b.magic == 2 and not b.partial for b in bounds):
             pieces, next_offset, placed = _place_v2(records, bounds, base)
             data = records       # the same bytes from byte 16 of each batch on (max timestamp, producer...)
         else:
-            data, next_offset = assign_offsets(records, base)
+            data, next_offset = assign_offsets(records, base, counts)
             pieces = data
             placed = [(b.position, b.size, b.base_offset, b.last_offset, b.magic) for b in iter_batches(data)]
         segment = self._active_segment(len(records) if pieces is not data else len(data))
@@ -278,6 +297,9 @@ def _place_v2(records: bytes, bounds, first: int) -> tuple[list, int, list]:
     view = memoryview(bytes(records)).toreadonly()
     pieces, placed, nxt = [], [], first
     for b in bounds:
+        problem = header_problem(view, b.position, b.size)
+        if problem:
+            raise InvalidBatch(f"batch at byte {b.position}: {problem}")
         span = b.last_offset - b.base_offset
         pieces.append(_V2_HEAD.pack(nxt, b.size - 12, LEADER_EPOCH))
         pieces.append(view[b.position + 16:b.position + b.size])
@@ -300,9 +322,7 @@ def _records(data: bytes):
         yield from batch.records
 
 
-def _crc_ok(data, position: int, size: int, magic: int) -> bool:
-    """Recovery check of one stored entry (v2: CRC-32C from the attributes on; legacy: trusted)."""
-    if magic != 2:
-        return magic in (0, 1)
-    crc = struct.unpack_from(">I", data, position + 17)[0]
-    return crc32c.crc32c(memoryview(data)[position + 21:position + size]) == crc
+def _quarantine(path: str, position: int, damaged: bytes) -> None:
+    """Keep damaged bytes next to the segment (a 12-byte header: position, length), for a human to look at."""
+    with open(path + ".damaged", "ab") as f:
+        f.write(struct.pack(">qi", position, len(damaged)) + damaged)

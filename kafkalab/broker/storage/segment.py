@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import os
+from collections import OrderedDict
 
 
 class MemorySegment:
@@ -79,12 +80,43 @@ def segment_file_name(base_offset: int) -> str:
     return f"{base_offset:020d}.log"
 
 
+class HandleCache:
+    """Open file descriptors of file segments, at most ``limit`` at a time, least recently used closed
+    first: a broker with thousands of partitions must not run out of descriptors (at the common limit of
+    1,024, sockets would then fail to be accepted too). One cache per store, used from one thread."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self.limit = limit
+        self._open: OrderedDict[str, int] = OrderedDict()
+
+    def fd(self, path: str) -> int:
+        fd = self._open.get(path)
+        if fd is not None:
+            self._open.move_to_end(path)
+            return fd
+        while len(self._open) >= self.limit:
+            os.close(self._open.popitem(last=False)[1])
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._open[path] = fd
+        return fd
+
+    def close(self, path: str) -> None:
+        fd = self._open.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+
 class FileSegment:
-    def __init__(self, directory: str, base_offset: int) -> None:
+    """A segment file, opened through a :class:`HandleCache` whenever it is used."""
+
+    def __init__(self, directory: str, base_offset: int, handles: HandleCache | None = None) -> None:
         self.base_offset = base_offset
         self.path = os.path.join(directory, segment_file_name(base_offset))
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self._size = os.fstat(self._fd).st_size
+        self._handles = handles if handles is not None else HandleCache(1)
+        self._size = os.fstat(self._handles.fd(self.path)).st_size
 
     @property
     def size(self) -> int:
@@ -95,8 +127,9 @@ class FileSegment:
         position = self._size
         pieces = [memoryview(p) for p in (data if isinstance(data, list) else [data])]
         total = sum(len(p) for p in pieces)
+        fd = self._handles.fd(self.path)
         while pieces:
-            written = os.writev(self._fd, pieces[:IOV_MAX])
+            written = os.writev(fd, pieces[:IOV_MAX])
             while pieces and written >= len(pieces[0]):
                 written -= len(pieces[0])
                 pieces.pop(0)
@@ -106,19 +139,17 @@ class FileSegment:
         return position
 
     def read(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        return os.pread(self._handles.fd(self.path), size, position)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        os.fsync(self._handles.fd(self.path))
 
     def truncate(self, size: int) -> None:
-        os.ftruncate(self._fd, size)
+        os.ftruncate(self._handles.fd(self.path), size)
         self._size = size
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._handles.close(self.path)
 
     def delete(self) -> None:
         self.close()

@@ -1,11 +1,14 @@
 """The broker's storage: topics, their partitions (logs + producer state) and committed group offsets.
 
-Owns: topic names and ids, partition counts, topic configs, and (with a data directory) their persistence:
-``topics.json`` (rewritten atomically on change), one directory per partition (``<topic>-<n>/`` holding
-segment files) and ``committed-offsets.jsonl`` (append-only). Recovery rebuilds everything from those files,
-including idempotent-producer state from the stored batch headers. Must not know: the wire protocol, clocks,
-sockets. Later handlers (DeleteTopics, CreatePartitions, AlterConfigs, DeleteRecords) use
-:meth:`delete_topic`, :meth:`add_partitions`, :meth:`set_topic_configs` and :meth:`Partition.delete_before`.
+Owns: topic names and ids, partition counts, topic configs, committed offsets and the group metadata records
+(both kept in the ``__consumer_offsets`` topic, see :mod:`.offsets`), and (with a data directory) their
+persistence: ``topics.json`` (rewritten atomically on change) and one directory per partition
+(``<topic>-<n>/`` holding segment files). Recovery rebuilds everything from those files, including
+idempotent-producer state from the stored batch headers and committed offsets and group metadata by replaying
+``__consumer_offsets``. Must not know: the wire protocol, clocks, sockets, group states. Later handlers
+(DeleteTopics, CreatePartitions, AlterConfigs, DeleteRecords) use :meth:`delete_topic`, :meth:`add_partitions`,
+:meth:`set_topic_configs` and :meth:`Partition.delete_before`; every committed offset goes through
+:meth:`Store.commit`.
 """
 from __future__ import annotations
 
@@ -16,7 +19,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from .log import PartitionLog
+from .offsets import (OFFSETS_PARTITIONS, OFFSETS_TOPIC, append_records, group_metadata_record,
+                      offset_commit_record, read_records)
 from .producers import ProducerStates
+from .segment import HandleCache
 
 
 @dataclass
@@ -50,15 +56,19 @@ class Committed:
     offset: int
     leader_epoch: int = -1
     metadata: str | None = None
+    commit_timestamp: int = -1
 
 
 class Store:
-    def __init__(self, data_dir: str | None = None, segment_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, data_dir: str | None = None, segment_bytes: int = 64 * 1024 * 1024,
+                 open_files: int = 256) -> None:
         self.data_dir = data_dir
         self.segment_bytes = segment_bytes
+        self.handles = HandleCache(open_files)      # segment files open at once, all partitions together
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
+        self.group_records: dict[str, dict] = {}       # group id -> its last GroupMetadataValue (as a dict)
         self.max_producer_id = -1
         self.broker_configs: dict[str, dict[str, str]] = {}     # dynamic broker configs by scope ("" = cluster)
         if data_dir is not None:
@@ -98,17 +108,12 @@ class Store:
             p.log.close()
             if p.directory is not None:
                 shutil.rmtree(p.directory, ignore_errors=True)
-        self._drop_committed(name)       # as Kafka drops a deleted topic's committed offsets
-        if self.data_dir is not None:
-            with open(os.path.join(self.data_dir, "committed-offsets.jsonl"), "a") as f:
-                f.write(json.dumps([None, name]) + "\n")       # a tombstone: the topic's offsets are gone
+        if name != OFFSETS_TOPIC:       # as Kafka drops a deleted topic's committed offsets: tombstones
+            gone = [(group, key) for group, kept in self.committed.items() for key in kept if key[0] == name]
+            for group, (topic_name, index) in gone:
+                self.delete_committed(group, topic_name, index)
         self._save_topics()
         return topic
-
-    def _drop_committed(self, topic: str) -> None:
-        for kept in self.committed.values():
-            for key in [k for k in kept if k[0] == topic]:
-                del kept[key]
 
     def set_broker_configs(self, scope: str, configs: dict[str, str]) -> None:
         """Replace the dynamic broker configs of ``scope`` (a node id, or "" for the cluster default)."""
@@ -124,24 +129,69 @@ class Store:
         if self.data_dir is None:
             return Partition(topic, index, PartitionLog.in_memory(self.segment_bytes))
         directory = os.path.join(self.data_dir, f"{topic}-{index}")
-        partition = Partition(topic, index, PartitionLog.open(directory, self.segment_bytes), directory=directory)
+        partition = Partition(topic, index, PartitionLog.open(directory, self.segment_bytes, self.handles), directory=directory)
         for pid, epoch, first, last, base in partition.log.producer_batches():
             partition.producers.record(pid, epoch, first, last, base)
             self.max_producer_id = max(self.max_producer_id, pid)
         return partition
 
-    # --- committed offsets ----------------------------------------------------------------------------
+    # --- committed offsets and group metadata (__consumer_offsets) -------------------------------------------
 
     def commit(self, group: str, topic: str, partition: int, committed: Committed) -> None:
+        """THE way an offset is committed (OffsetCommit, TxnOffsetCommit...): kept, and written as a record."""
         self.committed.setdefault(group, {})[(topic, partition)] = committed
-        if self.data_dir is not None:
-            line = json.dumps([group, topic, partition, committed.offset, committed.leader_epoch,
-                               committed.metadata])
-            with open(os.path.join(self.data_dir, "committed-offsets.jsonl"), "a") as f:
-                f.write(line + "\n")
+        self._write_offsets([offset_commit_record(group, topic, partition, committed)], committed.commit_timestamp)
 
     def fetch_committed(self, group: str, topic: str, partition: int) -> Committed | None:
         return self.committed.get(group, {}).get((topic, partition))
+
+    def delete_committed(self, group: str, topic: str, partition: int, now_ms: int = -1) -> None:
+        """Forget one committed offset (OffsetDelete, a deleted topic): a tombstone record."""
+        kept = self.committed.get(group, {})
+        if kept.pop((topic, partition), None) is not None:
+            self._write_offsets([offset_commit_record(group, topic, partition, None)], now_ms)
+        if not kept:
+            self.committed.pop(group, None)
+
+    def write_group(self, group: str, value: dict | None, now_ms: int = -1) -> None:
+        """Record a group's metadata (GroupMetadataValue fields), or with None its deletion (a tombstone)."""
+        if value is None:
+            if self.group_records.pop(group, None) is None:
+                return
+        else:
+            self.group_records[group] = value
+        self._write_offsets([group_metadata_record(group, value)], now_ms)
+
+    def _write_offsets(self, records: list, now_ms: int) -> None:
+        topic = self.topics.get(OFFSETS_TOPIC) or self.create_topic(OFFSETS_TOPIC, OFFSETS_PARTITIONS,
+                                                                     {"cleanup.policy": "compact"})
+        append_records(topic.partitions[0], records, now_ms)
+
+    def _replay_offsets(self) -> None:
+        topic = self.topics.get(OFFSETS_TOPIC)
+        for partition in topic.partitions if topic else ():
+            for record in read_records(partition):
+                key, value = record["key"], record["value"]
+                if record["key_type"] == "group_metadata":
+                    self._replayed_group(key["group"], value)
+                else:
+                    self._replayed_offset(key["group"], key["topic"], key["partition"], value)
+
+    def _replayed_group(self, group: str, value: dict | None) -> None:
+        if value is None:
+            self.group_records.pop(group, None)
+        else:
+            self.group_records[group] = {k: v for k, v in value.items() if k != "version"}
+
+    def _replayed_offset(self, group: str, topic: str, partition: int, value: dict | None) -> None:
+        kept = self.committed.setdefault(group, {})
+        if value is None:
+            kept.pop((topic, partition), None)
+        else:
+            kept[(topic, partition)] = Committed(value["offset"], value.get("leader_epoch", -1),
+                                                 value["metadata"], value["commit_timestamp"])
+        if not kept:
+            del self.committed[group]
 
     # --- persistence ----------------------------------------------------------------------------------
 
@@ -171,19 +221,7 @@ class Store:
         if os.path.exists(dynamic):
             with open(dynamic) as f:
                 self.broker_configs = json.load(f)
-        offsets = os.path.join(self.data_dir, "committed-offsets.jsonl")
-        if os.path.exists(offsets):
-            with open(offsets) as f:
-                for line in f:
-                    try:
-                        entry = json.loads(line)
-                        if entry[0] is None:            # a deleted topic's tombstone
-                            self._drop_committed(entry[1])
-                            continue
-                        group, topic, partition, offset, epoch, metadata = entry
-                    except (ValueError, IndexError, TypeError):
-                        continue        # a torn last line
-                    self.committed.setdefault(group, {})[(topic, partition)] = Committed(offset, epoch, metadata)
+        self._replay_offsets()
 
 
 def _write_atomic(path: str, text: str) -> None:

@@ -14,9 +14,9 @@ computes the lag from that table (so a Spark job producing the same columns gets
 
 Data functions (``latency_stats``, ``throughput``, ``offsets_table``, ``consumer_lag``, ``error_timeline``)
 return DataFrames; ``plot_*`` functions draw them with matplotlib (imported on first use, never at import
-time) and return the Axes; :func:`sequence_diagram` returns a :class:`SequenceDiagram`, an SVG text with a
-plain-text ladder and a PNG rendering (what an untrusted notebook shows, since JupyterLab does not render
-untrusted SVG).
+time) and return the Axes; :func:`sequence_diagram` returns a :class:`SequenceDiagram`, shown as SVG with a
+plain-text ladder (what an untrusted notebook shows, since JupyterLab does not render untrusted SVG); the
+SVG is a fifth of the PNG's size, so a saved notebook keeps only it (``to_png()`` draws the picture).
 """
 from .common import PALETTE, ERROR_COLOR, INFERRED_COLOR, OFFSET_COLUMNS, LAG_COLUMNS, ERROR_COLUMNS, STATS_COLUMNS, UNKNOWN_TOPIC, frames_of, exchanges_of, exchanges_from_frames, records_of
 from .latency import latency_stats, plot_latency, plot_latency_percentiles

@@ -6,7 +6,15 @@ from typing import Any
 
 
 PALETTE = ["#1f6fb2", "#d9730d", "#2e8b57", "#8e44ad", "#b8860b", "#17a2b8", "#c2185b", "#5d6d7e",
-           "#6b8e23", "#a0522d"]
+           "#6b8e23", "#a0522d", "#0b3c5d", "#f2a541", "#76b041", "#d4a5e8", "#e4572e", "#7fb7be",
+           "#5b2333", "#a8a8a8", "#2d5d2a", "#ff8fab"]
+MARKERS = ["o", "s", "^", "D", "v", "P"]
+
+
+def style_of(i: int) -> dict:
+    """Colour and marker of the ``i``-th series: 20 colours, then the colours again with another marker,
+    so no two of 120 series look alike."""
+    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[(i // len(PALETTE)) % len(MARKERS)]}
 
 
 ERROR_COLOR = "#c62828"
@@ -24,7 +32,7 @@ LAG_COLUMNS = ["time", "frame", "group", "topic", "partition", "high_watermark",
 ERROR_COLUMNS = ["time", "frame", "stream", "api_name", "kind", "category", "detail"]
 
 
-STATS_COLUMNS = ["requests", "answered", "unanswered", "errors", "mean_ms"]
+STATS_COLUMNS = ["requests", "answered", "acks0", "unanswered", "errors", "version_fallbacks", "mean_ms"]
 
 
 UNKNOWN_TOPIC = "(topic id)"
@@ -181,10 +189,17 @@ def _pyplot():
 
 
 def _time_axis(ax, origin) -> None:
-    """Label the x axis as seconds since ``origin`` (named in UTC), with a light grid."""
+    """Label the x axis as seconds since ``origin`` (named in UTC), with a light grid; data at a single
+    instant gets a one-second axis around it rather than matplotlib's ±0.04."""
     when = origin.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC" if origin is not None else "the first frame"
     ax.set_xlabel(f"seconds since {when}")
     ax.grid(True, alpha=0.3)
+    ax.set_xmargin(0.01)               # no tick far left of the data to collide with the lowest y label
+    ax.autoscale_view(scalex=True, scaley=False)
+    low, high = ax.get_xlim()
+    if ax.has_data() and ax.dataLim.width == 0 and high - low < 1.0:     # one instant: a readable second
+        middle = ax.dataLim.x0
+        ax.set_xlim(middle - 0.5, middle + 0.5)
 
 
 def _plain_log_ticks(axis) -> None:

@@ -1,6 +1,7 @@
 """Field-by-field comparison of two frames (what changed when a client setting changed)."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
@@ -35,8 +36,30 @@ def compare_frames(a: Any, b: Any, *, differences_only: bool = True):
             continue
         rows.append((path, shown(x), shown(y), None if x is None else x.end - x.start,
                      None if y is None else y.end - y.start, same))
-    table = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+    table = _comparison_type()(rows, columns=COMPARE_COLUMNS)
     return table.astype({"a": "string", "b": "string", "a_bytes": "Int64", "b_bytes": "Int64", "same": bool})
+
+
+@functools.cache
+def _comparison_type():
+    """A DataFrame that shows whole paths (pandas cuts cells at 50 characters, and field paths run longer:
+    ``topic_data[0].partition_data[0].records[0].records[0].headers[0].key``)."""
+    import pandas as pd
+
+    class FrameComparison(pd.DataFrame):
+        @property
+        def _constructor(self):
+            return FrameComparison
+
+        def _repr_html_(self):
+            with pd.option_context("display.max_colwidth", None):
+                return super()._repr_html_()
+
+        def __repr__(self) -> str:
+            with pd.option_context("display.max_colwidth", None):
+                return super().__repr__()
+
+    return FrameComparison
 
 
 def _tree_of(item: Any):

@@ -34,7 +34,11 @@ def error_timeline(source: Any):
 
 
 def plot_errors(source: Any, ax=None):
-    """The error timeline: one row per API, a marker per problem (shape by category), labelled."""
+    """The error timeline: one row per API, a marker per problem (shape and colour by category); what went
+    wrong is written once per row, right of the axes (each distinct problem with its count), so labels
+    never pile up on each other however many problems there are."""
+    import matplotlib.transforms as transforms
+
     plt = _pyplot()
     table = error_timeline(source)
     ax = ax if ax is not None else plt.subplots(figsize=(9, 0.9 + 0.4 * max(table["api_name"].nunique(), 1)))[1]
@@ -43,18 +47,21 @@ def plot_errors(source: Any, ax=None):
     origin = _origin(table["time"])
     for category, (marker, color) in markers.items():
         rows = table[table["category"] == category]
-        if rows.empty:
-            continue
-        ys = [apis.index(a) for a in rows["api_name"].fillna("?")]
-        xs = _seconds(rows["time"], origin)
-        ax.scatter(xs, ys, marker=marker, color=color, s=40, label=category, zorder=3)
-        for x, y, text in zip(xs, ys, rows["detail"]):
-            ax.annotate(_shorten(str(text), 40), (x, y), xytext=(4, 5), textcoords="offset points", fontsize=7,
-                        color=color)
+        if not rows.empty:
+            ys = [apis.index(a) for a in rows["api_name"].fillna("?")]
+            ax.scatter(_seconds(rows["time"], origin), ys, marker=marker, color=color, s=40, zorder=3)
+    beside = transforms.blended_transform_factory(ax.transAxes, ax.transData)
+    for y, api in enumerate(apis):
+        rows = table[table["api_name"].fillna("?") == api]
+        counts = rows.groupby(["category", "detail"], sort=False).size()
+        parts = [f"{_shorten(str(detail), 34)} ×{n}" if n > 1 else _shorten(str(detail), 34)
+                 for (_category, detail), n in counts.items()]
+        text = "; ".join(parts[:2]) + (f"; +{len(parts) - 2} more" if len(parts) > 2 else "")
+        color = markers.get(counts.index[0][0], ("", "#333"))[1] if len(counts) else "#333"
+        ax.text(1.01, y, text, transform=beside, fontsize=7, color=color, va="center", clip_on=False)
     ax.set_yticks(range(len(apis)), apis)
     ax.set_ylim(-0.7, max(len(apis), 1) - 0.3)
-    ax.set_title("Errors and diagnostics" if len(table) else "Errors and diagnostics: none")
+    ax.set_title("Errors (X), diagnostics (◆) and unanswered requests (●)" if len(table)
+                 else "Errors and diagnostics: none")
     _time_axis(ax, origin)
-    if len(table):
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     return ax

@@ -4,7 +4,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Iterable, Iterator
 
-from .common import LAG_COLUMNS, OFFSET_COLUMNS, PALETTE, _frame_objects, _origin, _pandas, _pyplot, _seconds, _time_axis
+from .common import LAG_COLUMNS, OFFSET_COLUMNS, style_of, _frame_objects, _origin, _pandas, _pyplot, _seconds, _time_axis
 
 
 def offsets_table(source: Any):
@@ -170,17 +170,32 @@ def consumer_lag(source: Any, latest: bool = False):
 
 
 def plot_consumer_lag(source: Any, ax=None):
-    """Lag over time, one step line per group/topic/partition."""
+    """Lag over time, one step line per group/topic/partition, the latest value written at its end. A
+    window shorter than a second is widened to one (a single commit is a labelled point, not a blank axis)."""
     plt = _pyplot()
     lag = consumer_lag(source)
     ax = ax if ax is not None else plt.subplots(figsize=(9, 3.4))[1]
     origin = _origin(lag["time"])
-    for i, ((group, topic, partition), rows) in enumerate(lag.groupby(["group", "topic", "partition"])):
-        ax.step(_seconds(rows["time"], origin), rows["lag"].astype("float64"), where="post", marker="o",
-                markersize=4, label=f"{group} · {topic}[{partition}]", color=PALETTE[i % len(PALETTE)])
+    series = list(lag.groupby(["group", "topic", "partition"]))
+    for i, ((group, topic, partition), rows) in enumerate(series):
+        xs, ys = _seconds(rows["time"], origin), rows["lag"].astype("float64").to_numpy()
+        style = style_of(i)
+        ax.step(xs, ys, where="post", marker=style["marker"], markersize=5, color=style["color"],
+                label=f"{group} · {topic}[{partition}]")
+        if len(series) <= 6:
+            ax.annotate(f"{int(ys[-1])}", (xs[-1], ys[-1]), xytext=(6, 2 + 11 * i), textcoords="offset points",
+                        fontsize=8, color=style["color"])
+    if len(lag):
+        xs = _seconds(lag["time"], origin)
+        if xs.max() - xs.min() < 1.0:
+            middle = (xs.max() + xs.min()) / 2
+            ax.set_xlim(middle - 0.5, middle + 0.5)
+        ax.set_ylim(0, max(1.0, float(lag["lag"].max())) * 1.25)
+    else:
+        ax.set_ylim(bottom=0)
     ax.set_ylabel("lag (records)")
-    ax.set_ylim(bottom=0)
-    ax.set_title("Consumer lag: Fetch high watermark − committed offset")
+    ax.set_title("Consumer lag: Fetch high watermark − committed offset" if len(lag) else
+                 "Consumer lag: no committed offsets and high watermarks in the data")
     _time_axis(ax, origin)
     if len(lag):
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)

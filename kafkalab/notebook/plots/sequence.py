@@ -1,7 +1,6 @@
 """Request/response sequence diagrams per connection, as SVG (with text and PNG forms)."""
 from __future__ import annotations
 
-import base64
 import io
 from dataclasses import dataclass, field
 from html import escape
@@ -240,12 +239,9 @@ class SequenceDiagram:
         return buffer.getvalue()
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/plain": self.text, "image/svg+xml": self.svg}
-        try:
-            bundle["image/png"] = base64.b64encode(self.to_png()).decode("ascii")
-        except ImportError:                 # pragma: no cover - matplotlib missing: SVG and text only
-            pass
-        return bundle
+        """SVG and text only: every notebook front end draws the SVG, and a saved notebook keeps one copy of
+        each diagram (``to_png()`` or ``save("x.png")`` when a picture file is wanted)."""
+        return {"text/plain": self.text, "image/svg+xml": self.svg}
 
     def save(self, path) -> None:
         """Write ``path``: SVG text for ``.svg``, PNG for ``.png``."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import PALETTE, UNKNOWN_TOPIC, _items, _origin, _pandas, _pyplot, _seconds, _time_axis, frames_of, records_of
+from .common import PALETTE, UNKNOWN_TOPIC, style_of, _items, _origin, _pandas, _pyplot, _seconds, _time_axis, frames_of, records_of
 
 
 def throughput(source: Any, freq: str = "1s", direction: str = "produce", frames: Any = None):
@@ -51,8 +51,8 @@ def _payload_size(key, value, headers) -> int:
     size = len(key) if isinstance(key, (bytes, bytearray)) else 0
     size += len(value) if isinstance(value, (bytes, bytearray)) else 0
     for item in _items(headers):
-        try:
-            name, data = item
+        try:       # the records table's {"key", "value"} structs; (key, value) pairs also accepted
+            name, data = (item.get("key"), item.get("value")) if isinstance(item, dict) else item
         except (TypeError, ValueError):
             continue
         size += len(name.encode() if isinstance(name, str) else name or b"")
@@ -60,12 +60,29 @@ def _payload_size(key, value, headers) -> int:
     return size
 
 
-def plot_throughput(source: Any, freq: str = "1s", metric: str = "records", direction: str = "produce",
+BINS = ["1ms", "2ms", "5ms", "10ms", "20ms", "50ms", "100ms", "200ms", "500ms", "1s", "2s", "5s", "10s",
+        "30s", "1min", "2min", "5min", "10min", "30min", "1h"]
+
+
+def auto_freq(span_seconds: float, bins: int = 30) -> str:
+    """The round bin width that cuts ``span_seconds`` into about ``bins`` bars (at least 1 ms)."""
+    import pandas as pd
+
+    target = span_seconds / bins
+    return next((b for b in BINS if pd.Timedelta(b).total_seconds() >= target), BINS[-1])
+
+
+def plot_throughput(source: Any, freq: str | None = None, metric: str = "records", direction: str = "produce",
                     ax=None, frames: Any = None):
-    """Records (``metric="records"``) or payload bytes (``"bytes"``) per time bin, stacked by topic."""
+    """Records (``metric="records"``) or payload bytes (``"bytes"``) per time bin, stacked by topic. The
+    bin width defaults to one that gives about 30 bars over the data's time span."""
     import pandas as pd
 
     plt = _pyplot()
+    if freq is None:
+        fine = throughput(source, "1ms", direction, frames)
+        span = (fine["time"].max() - fine["time"].min()).total_seconds() if len(fine) else 0.0
+        freq = auto_freq(span)
     table = throughput(source, freq, direction, frames)
     ax = ax if ax is not None else plt.subplots(figsize=(9, 3.4))[1]
     series = table.pivot_table(index="time", columns=["direction", "topic"], values=metric, aggfunc="sum",
@@ -76,9 +93,10 @@ def plot_throughput(source: Any, freq: str = "1s", metric: str = "records", dire
         ax.bar(_seconds(series.index.to_series(), origin), series[column].to_numpy(dtype=float),
                width=pd.Timedelta(freq).total_seconds() * 0.9, align="edge", label=label, alpha=0.75,
                bottom=series[series.columns[:i]].sum(axis=1).to_numpy(dtype=float) if i else None,
-               color=PALETTE[i % len(PALETTE)])
+               color=style_of(i)["color"], hatch=None if i < len(PALETTE) else "//")
     ax.set_ylabel(f"{metric} per {freq}")
-    ax.set_title(f"Throughput per topic ({direction})")
+    ax.set_title(f"Throughput per topic ({direction})" if len(series.columns) else
+                 f"Throughput per topic ({direction}): no records")
     _time_axis(ax, origin)
     if len(series.columns):
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)

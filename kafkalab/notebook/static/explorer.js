@@ -1,15 +1,36 @@
 // kafkalab Explorer, the browser half: frame list, field tree and bytes, linked both ways.
 //
-// State that matters to Python is in the model (selected_frame, selected_path, filter_text); everything else
-// here (expanded nodes, the hex tab shown, the window of bytes drawn) is view state. The view of a frame comes
-// from Python as {frame, title, diagnostics, buffers: [{label, data}], nodes: [{p, l, w, s, e, b, x, depth,
-// parent, d, c}]}: b is the buffer a node's offsets s..e refer to; x >= 0 means the node opens buffer x.
+// State that matters to Python is in the model (selected_frame, selected_path, filter_text, sort); everything
+// else here (expanded nodes, the hex tab shown, the window of bytes drawn, pane sizes) is view state.
+// The frame list is virtual: only the rows in view exist in the DOM, and they are fetched from Python a page
+// at a time ({type: "rows", start, count, version} -> {type: "rows", start, rows, version}); list_version
+// changes when the filter or the sort changes what row i is, which empties the cache.
+// The view of a frame comes from Python as {frame, title, diagnostics, missing?, buffers: [{label, data}],
+// nodes: [{p, l, w, s, e, b, x, depth, parent, d, c}]}: b is the buffer a node's offsets s..e refer to;
+// x >= 0 means the node opens buffer x.
 // Tests read the DOM through data-attributes: .kl-hex[data-buffer][data-sel-start][data-sel-end],
-// .kl-byte[data-offset].kl-sel, .kl-tree[data-selected-path], .kl-node[data-path], .kl-row[data-frame].
+// .kl-byte[data-offset].kl-sel, .kl-tree[data-selected-path], .kl-node[data-path], .kl-row[data-frame],
+// .kl-explorer[data-notice], .kl-filter[data-error].
 
 const WINDOW = 4096; // bytes drawn at once in the hex pane
 const WIDTH = 16;
 const OPEN_DEPTH = 2;
+const ROW_H = 20;    // px, fixed: the list's geometry is index * ROW_H
+const PAGE = 100;    // rows per request
+const OVERSCAN = 30; // rows drawn above and below the view
+const CACHE_MAX = 20000;
+const COLUMN_WIDTH = {
+  frame: "7ch", time: "15ch", stream: "4ch", src: "17ch", dst: "17ch", kind: "3ch", api_key: "4ch",
+  api_name: "14ch", api_version: "3ch", correlation_id: "7ch", client_id: "14ch", size: "7ch",
+  latency_ms: "8ch", error: "13ch", record_count: "5ch", summary: "minmax(28ch, 1fr)",
+};
+const DROP_ORDER = ["stream", "client_id", "record_count", "dst", "src", "time", "api_version", "correlation_id"];
+const SUMMARY_MIN_CH = 30; // narrower than this, columns are dropped (in DROP_ORDER) so the summary stays in view
+const CELL_PAD_PX = 12;
+const COLUMN_HEAD = {
+  frame: "No.", src: "source", dst: "destination", kind: "", api_name: "API", api_version: "v",
+  correlation_id: "corr", latency_ms: "ms", record_count: "recs",
+};
 
 function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -38,91 +59,261 @@ function toBytes(data) {
 
 function hex2(n) { return n.toString(16).padStart(2, "0"); }
 
+// Scroll `container` (only it, never the page) so that `node` is in view.
+function reveal(container, node) {
+  if (!node || !container.clientHeight) return;
+  const c = container.getBoundingClientRect(), r = node.getBoundingClientRect();
+  if (r.top < c.top || r.bottom > c.bottom) container.scrollTop += r.top - c.top - c.height / 3;
+}
+
+// A drag handle that reports how far the pointer moved from where the drag started.
+function dragger(handle, onStart, onMove) {
+  handle.addEventListener("pointerdown", (event) => {
+    const x0 = event.clientX, y0 = event.clientY, start = onStart();
+    handle.setPointerCapture(event.pointerId);
+    const move = (e) => onMove(start, e.clientX - x0, e.clientY - y0);
+    const up = () => { handle.removeEventListener("pointermove", move); handle.removeEventListener("pointerup", up); };
+    handle.addEventListener("pointermove", move);
+    handle.addEventListener("pointerup", up);
+    event.preventDefault();
+  });
+}
+
 function render({ model, el }) {
   const state = { index: -1, buffer: 0, windowStart: 0, expanded: new Set(), bytes: [] };
-  let filterTimer = null;
+  const rows = { version: -1, cache: new Map(), pending: new Set(), drawn: "" };
+  let filterTimer = null, drawQueued = false;
 
-  const filter = h("input", { class: "kl-filter", type: "search", placeholder: "filter: summary, API, error, client, address, frame number" });
+  const filter = h("input", { class: "kl-filter", type: "search", spellcheck: "false",
+    placeholder: 'display filter: api_name == "Fetch" and latency_ms > 1 · or a word to search' });
   filter.value = model.get("filter_text");
+  const applyField = h("button", { class: "kl-apply", text: "Apply as filter", title: "filter on the selected field" });
+  const goto = h("input", { class: "kl-goto", type: "number", min: "1", placeholder: "go to #" });
   const count = h("span", { class: "kl-count" });
   const live = h("span", { class: "kl-live", text: "● live" });
-  const list = h("div", { class: "kl-list", tabindex: "0" });
+  const message = h("div", { class: "kl-message" });
+  const head = h("div", { class: "kl-head" });
+  const body = h("div", { class: "kl-rows" });
+  const spacer = h("div", { class: "kl-spacer" }, body);
+  const list = h("div", { class: "kl-list", tabindex: "0" }, head, spacer);
+  const split = h("div", { class: "kl-split", title: "drag to resize" });
   const title = h("div", { class: "kl-title" });
   const tree = h("div", { class: "kl-tree" });
   const tabs = h("div", { class: "kl-tabs" });
   const hex = h("div", { class: "kl-hex" });
+  const bytesPane = h("div", { class: "kl-bytes" }, tabs, hex);
+  const vsplit = h("div", { class: "kl-vsplit", title: "drag to resize" });
   const root = h("div", { class: "kl-explorer" },
-    h("div", { class: "kl-toolbar" }, filter, count, live),
-    list,
-    title,
-    h("div", { class: "kl-panes" }, tree, h("div", { class: "kl-bytes" }, tabs, hex)));
+    h("div", { class: "kl-toolbar" }, filter, applyField, goto, count, live),
+    message, list, split, title,
+    h("div", { class: "kl-panes" }, tree, vsplit, bytesPane));
   el.append(root);
 
-  // ---------------------------------------------------------------- frame list
-  function drawList() {
-    const columns = model.get("columns");
-    const rows = model.get("rows");
+  // ---------------------------------------------------------------- frame list (virtual)
+  let shown = [], chPx = 0;
+
+  // The columns that fit: the summary keeps SUMMARY_MIN_CH characters; the least telling columns go first.
+  function fitColumns() {
+    if (!chPx) {
+      const probe = h("span", { text: "0".repeat(20), style: "position:absolute;visibility:hidden" });
+      list.append(probe);
+      chPx = probe.getBoundingClientRect().width / 20;
+      probe.remove();
+    }
+    const width = list.clientWidth;
+    const cols = model.get("columns").slice();
+    const need = (cs) => cs.filter((c) => c !== "summary")
+      .reduce((sum, c) => sum + parseFloat(COLUMN_WIDTH[c] || "10ch") * chPx + CELL_PAD_PX, 0);
+    if (width && chPx) {
+      for (const c of DROP_ORDER) {
+        if (need(cols) + SUMMARY_MIN_CH * chPx <= width) break;
+        const at = cols.indexOf(c);
+        if (at >= 0) cols.splice(at, 1);
+      }
+    }
+    const changed = cols.join() !== shown.join();
+    shown = cols;
+    return changed;
+  }
+
+  function columns() { return shown; }
+
+  function drawHead() {
+    fitColumns();
+    const hidden = model.get("columns").filter((c) => !shown.includes(c));
+    head.title = hidden.length ? `hidden to keep the summary in view: ${hidden.join(", ")} (widen to show)` : "";
+    const sort = model.get("sort");
+    list.style.setProperty("--kl-columns", columns().map((c) => COLUMN_WIDTH[c] || "10ch").join(" "));
+    head.replaceChildren(...columns().map((c) => {
+      const arrow = sort === c ? " ▲" : sort === `-${c}` ? " ▼" : "";
+      const label = (c in COLUMN_HEAD ? COLUMN_HEAD[c] : c) + arrow;
+      return h("div", { class: `kl-th kl-col-${c}`, "data-column": c, title: `sort by ${c}`, text: label });
+    }));
+  }
+
+  function scheduleDraw() {
+    if (drawQueued) return;
+    drawQueued = true;
+    requestAnimationFrame(() => { drawQueued = false; drawRows(); });
+  }
+
+  function request(page) {
+    if (rows.pending.has(page)) return;
+    rows.pending.add(page);
+    model.send({ type: "rows", start: page * PAGE, count: PAGE, version: rows.version });
+  }
+
+  function drawRows() {
+    const total = model.get("match_total");
+    spacer.style.height = `${total * ROW_H}px`;
+    const top = Math.max(0, list.scrollTop - head.offsetHeight);
+    const height = list.clientHeight || 300;
+    const first = Math.max(0, Math.floor(top / ROW_H) - OVERSCAN);
+    const last = Math.min(total, Math.ceil((top + height) / ROW_H) + OVERSCAN);
     const selected = model.get("selected_frame");
-    const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
-    const body = h("tbody");
-    for (const row of rows) {
-      const tr = h("tr", { class: "kl-row", "data-frame": String(row.frame) });
+    const out = [];
+    for (let i = first; i < last; i++) {
+      const row = rows.cache.get(i);
+      if (!row) { request(Math.floor(i / PAGE)); out.push(h("div", { class: "kl-placeholder", "data-index": String(i) })); continue; }
+      const tr = h("div", { class: "kl-row", "data-frame": String(row.frame), "data-index": String(i) });
       if (row.frame === selected) tr.classList.add("kl-selected");
       if (row.error) tr.classList.add("kl-error");
       if (row.kind) tr.classList.add(`kl-${row.kind}`);
-      for (const c of columns) {
+      for (const c of columns()) {
         let v = row[c];
-        if (typeof v === "number" && !Number.isInteger(v)) v = v.toFixed(3);
-        tr.append(h("td", { class: `kl-col-${c}`, text: v == null ? "" : String(v) }));
+        if (c === "kind") v = v === "request" ? "→" : v === "response" ? "←" : v;
+        else if (typeof v === "number" && !Number.isInteger(v)) v = v.toFixed(3);
+        const text = v == null ? "" : String(v);
+        tr.append(h("div", { class: `kl-td kl-col-${c}`, text, title: text }));
       }
-      body.append(tr);
+      out.push(tr);
     }
-    const table = h("table", {}, h("thead", {}, h("tr", {}, ...columns.map((c) => h("th", { text: c })))), body);
-    list.replaceChildren(table);
-    const total = model.get("row_total"), matches = model.get("match_total");
-    count.textContent = matches === total ? `${total} frames` : `${matches} of ${total} frames`;
-    if (rows.length < matches) count.textContent += ` (${rows.length} shown)`;
+    body.style.top = `${first * ROW_H}px`;
+    body.replaceChildren(...out);
+    const matches = total, all = model.get("row_total");
+    count.textContent = matches === all ? `${all} frames` : `${matches} of ${all} frames`;
     live.style.display = model.get("following") ? "" : "none";
-    if (model.get("following") && atBottom) list.scrollTop = list.scrollHeight;
   }
 
-  list.addEventListener("click", (event) => {
-    const tr = event.target.closest(".kl-row");
+  function onVersion() {
+    rows.version = model.get("list_version");
+    rows.cache.clear();
+    rows.pending.clear();
+    drawHead();
+    showSelectedRow();
+    scheduleDraw();
+  }
+
+  function onTotal() {
+    const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 2 * ROW_H;
+    spacer.style.height = `${model.get("match_total") * ROW_H}px`;
+    if (model.get("following") && atBottom) list.scrollTop = list.scrollHeight;
+    scheduleDraw();
+  }
+
+  // Keep the selected row in view (select=, go to, keyboard, a filter that keeps it).
+  function showSelectedRow() {
+    const i = model.get("selected_index");
+    if (i < 0) return;
+    const top = list.scrollTop, height = list.clientHeight - head.offsetHeight;
+    const y = i * ROW_H;
+    if (height > 0 && (y < top || y + ROW_H > top + height)) list.scrollTop = Math.max(0, y - height / 2);
+    scheduleDraw();
+  }
+
+  list.addEventListener("scroll", scheduleDraw);
+  function onMessage(msg) {
+    if (!msg || msg.type !== "rows" || msg.version !== rows.version) return;
+    rows.pending.delete(Math.floor(msg.start / PAGE));
+    if (rows.cache.size > CACHE_MAX) rows.cache.clear();
+    for (const row of msg.rows) rows.cache.set(row._i, row);
+    scheduleDraw();
+  }
+  head.addEventListener("click", (event) => {
+    const th = event.target.closest(".kl-th");
+    if (!th) return;
+    const c = th.dataset.column, sort = model.get("sort");
+    model.set("sort", sort === c ? `-${c}` : sort === `-${c}` ? "" : c);
+    model.save_changes();
+  });
+  body.addEventListener("click", (event) => {
+    const tr = event.target.closest(".kl-row[data-frame]");
     if (!tr) return;
     model.set("selected_frame", Number(tr.dataset.frame));
     model.save_changes();
   });
   list.addEventListener("keydown", (event) => {
-    if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
-    const rows = model.get("rows");
-    const at = rows.findIndex((r) => r.frame === model.get("selected_frame"));
-    const next = rows[Math.max(0, Math.min(rows.length - 1, at + (event.key === "ArrowDown" ? 1 : -1)))];
+    const step = { ArrowDown: 1, ArrowUp: -1, PageDown: 20, PageUp: -20 }[event.key];
+    if (event.key === "End" || event.key === "Home") {
+      list.scrollTop = event.key === "End" ? list.scrollHeight : 0;
+      event.preventDefault();
+      return;
+    }
+    if (!step) return;
+    const at = model.get("selected_index");
+    const next = rows.cache.get(Math.max(0, Math.min(model.get("match_total") - 1, at + step)));
     if (next) { model.set("selected_frame", next.frame); model.save_changes(); }
     event.preventDefault();
   });
-  filter.addEventListener("input", () => {
+
+  function sendFilter() {
     clearTimeout(filterTimer);
-    filterTimer = setTimeout(() => { model.set("filter_text", filter.value); model.save_changes(); }, 200);
+    if (filter.value === model.get("filter_text")) return;
+    model.set("filter_text", filter.value);
+    model.save_changes();
+  }
+  filter.addEventListener("input", () => { clearTimeout(filterTimer); filterTimer = setTimeout(sendFilter, 300); });
+  filter.addEventListener("keydown", (event) => { if (event.key === "Enter") sendFilter(); });
+  goto.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || !goto.value) return;
+    model.send({ type: "goto", frame: Number(goto.value) });
+  });
+  applyField.addEventListener("click", () => {
+    const field = model.get("field_filter");
+    if (!field) return;
+    const current = model.get("filter_text").trim();
+    filter.value = current && !model.get("filter_error") ? `(${current}) and ${field}` : field;
+    sendFilter();
   });
 
-  function markSelectedRow() {
-    const selected = String(model.get("selected_frame"));
-    for (const tr of list.querySelectorAll(".kl-row")) {
-      const on = tr.dataset.frame === selected;
-      tr.classList.toggle("kl-selected", on);
-      if (on) tr.scrollIntoView({ block: "nearest" });
-    }
+  function onFilterState() {
+    if (filter.value !== model.get("filter_text") && document.activeElement !== filter) filter.value = model.get("filter_text");
+    const error = model.get("filter_error");
+    filter.classList.toggle("kl-bad", !!error);
+    filter.dataset.error = error;
+    filter.title = error;
+    const field = model.get("field_filter");
+    applyField.disabled = !field;
+    applyField.title = field ? `filter: ${field}` : "the selected field is not a frame-list column";
+    const notice = model.get("notice");
+    root.dataset.notice = notice;
+    message.replaceChildren(...[error && h("div", { class: "kl-filter-error", text: error }),
+      notice && h("div", { class: "kl-notice", text: notice })].filter(Boolean));
   }
+
+  // ---------------------------------------------------------------- resizable split
+  dragger(split, () => list.getBoundingClientRect().height, (start, dx, dy) => {
+    list.style.flex = `0 0 ${Math.max(3 * ROW_H, start + dy)}px`;
+    scheduleDraw();
+  });
+  dragger(vsplit, () => bytesPane.getBoundingClientRect().width, (start, dx) => {
+    bytesPane.style.width = `${Math.max(120, start - dx)}px`;
+  });
 
   // ---------------------------------------------------------------- field tree
   function nodes() { return (model.get("view") || {}).nodes || []; }
 
   function drawTree() {
     const view = model.get("view") || {};
-    title.replaceChildren(h("span", { text: view.frame ? `#${view.frame} ${view.title || ""}` : "no frame selected" }),
-      ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
+    if (view.missing) {
+      title.replaceChildren(h("span", { class: "kl-diag", text: `#${view.frame} is not available: ${view.missing}` }));
+    } else {
+      title.replaceChildren(h("span", { text: view.frame ? `#${view.frame} ${view.title || ""}` : "no frame selected" }),
+        ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
+    }
     tree.replaceChildren();
     if (nodes().length) tree.append(drawNode(0));
+    else if (view.missing) tree.append(h("div", { class: "kl-missing", text: view.missing }));
     tree.dataset.selectedPath = state.index >= 0 ? nodes()[state.index].p : "";
   }
 
@@ -208,8 +399,7 @@ function render({ model, el }) {
     }
     if (last < bytes.length) out.push(h("button", { class: "kl-page", "data-page": "1", text: `▼ ${bytes.length - last} more bytes` }));
     hex.replaceChildren(...out);
-    const firstSel = hex.querySelector(".kl-byte.kl-sel");
-    if (firstSel) firstSel.scrollIntoView({ block: "nearest" });
+    reveal(hex, hex.querySelector(".kl-byte.kl-sel"));
   }
 
   hex.addEventListener("click", (event) => {
@@ -242,6 +432,11 @@ function render({ model, el }) {
   }
 
   // ---------------------------------------------------------------- selection
+  function revealSelection() {
+    reveal(tree, tree.querySelector(".kl-label.kl-selected"));
+    reveal(hex, hex.querySelector(".kl-byte.kl-sel"));
+  }
+
   function selectIndex(i, fromUser) {
     state.index = i;
     if (i >= 0) {
@@ -255,8 +450,7 @@ function render({ model, el }) {
     drawTree();
     drawTabs();
     drawHex();
-    const label = tree.querySelector(".kl-label.kl-selected");
-    if (label) label.scrollIntoView({ block: "nearest" });
+    revealSelection();
     if (fromUser) {
       model.set("selected_path", i >= 0 ? nodes()[i].p : "");
       model.save_changes();
@@ -278,36 +472,40 @@ function render({ model, el }) {
     state.index = -1;
     state.buffer = 0;
     state.windowStart = 0;
-    markSelectedRow();
+    scheduleDraw();
     const path = model.get("selected_path");
     selectIndex(path ? nodes().findIndex((n) => n.p === path) : -1, false);
   }
 
-  root.style.height = model.get("height");
-  model.on("change:rows", drawList);
-  model.on("change:columns", drawList);
-  model.on("change:following", drawList);
-  model.on("change:selected_frame", markSelectedRow);
-  model.on("change:view", onView);
-  model.on("change:selected_path", followPath);
-  const onFilterText = () => { if (filter.value !== model.get("filter_text")) filter.value = model.get("filter_text"); };
+  // The first layout (the element is attached after render) and every resize: redraw rows, re-reveal.
+  const resized = new ResizeObserver(() => {
+    if (fitColumns()) drawHead();
+    showSelectedRow();
+    revealSelection();
+    scheduleDraw();
+  });
+  resized.observe(list);
+
   const onHeight = () => { root.style.height = model.get("height"); };
-  model.on("change:filter_text", onFilterText);
-  model.on("change:height", onHeight);
-  drawList();
+  const handlers = {
+    "msg:custom": onMessage,
+    "change:list_version": onVersion, "change:columns": onVersion, "change:sort": drawHead,
+    "change:match_total": onTotal, "change:row_total": scheduleDraw, "change:following": scheduleDraw,
+    "change:selected_frame": scheduleDraw, "change:selected_index": showSelectedRow, "change:view": onView,
+    "change:selected_path": followPath, "change:filter_text": onFilterState, "change:filter_error": onFilterState,
+    "change:field_filter": onFilterState, "change:notice": onFilterState, "change:height": onHeight,
+  };
+  for (const [event, handler] of Object.entries(handlers)) model.on(event, handler);
+  onHeight();
+  onFilterState();
+  onVersion();
   onView();
   root.dataset.ready = "1";
 
   return () => {
     clearTimeout(filterTimer);
-    model.off("change:rows", drawList);
-    model.off("change:columns", drawList);
-    model.off("change:following", drawList);
-    model.off("change:selected_frame", markSelectedRow);
-    model.off("change:view", onView);
-    model.off("change:selected_path", followPath);
-    model.off("change:filter_text", onFilterText);
-    model.off("change:height", onHeight);
+    resized.disconnect();
+    for (const [event, handler] of Object.entries(handlers)) model.off(event, handler);
   };
 }
 

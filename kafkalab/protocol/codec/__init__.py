@@ -7,6 +7,7 @@ again to say precisely where and why, so both paths raise the same :class:`Decod
 """
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from ..schema.model import MessageSpec
@@ -14,9 +15,13 @@ from ..schema.registry import header_spec
 from ..tree import FieldNode
 from . import compiler
 from .interpreter import decode_struct, encode_struct
+from .compiler import _DECODERS
 from .layout import Layout, build_layout, message_layout
 
 __all__ = ["decode", "encode", "decode_reference", "encode_reference", "header_layout"]
+
+GC_PAUSE_BYTES = 64 << 10   # bodies from this size on (without record sets, whose bytes are not objects)
+                            # are decoded with the cyclic collector paused
 
 
 def decode(spec: MessageSpec, version: int, buf, offset: int = 0, trace: FieldNode | None = None,
@@ -24,9 +29,16 @@ def decode(spec: MessageSpec, version: int, buf, offset: int = 0, trace: FieldNo
     """Decode ``spec`` at ``version`` from ``buf[offset:]``; returns (body, end offset)."""
     if trace is not None:
         return decode_struct(message_layout(spec, version), buf, offset, "", trace, records)
-    fast = compiler.decoder(spec, version)
+    hit = _DECODERS.get((id(spec), version))
+    fast = hit[1] if hit is not None and hit[0] is spec else compiler.decoder(spec, version)
     try:
-        return fast(buf, offset, records)
+        if len(buf) < GC_PAUSE_BYTES or not fast.many_objects or not gc.isenabled():
+            return fast(buf, offset, records)
+        gc.disable()        # a big body is many small acyclic containers: collections would walk them for nothing
+        try:
+            return fast(buf, offset, records)
+        finally:
+            gc.enable()
     except Exception:
         # Re-run the reference path: it raises the precise DecodeError (or, if the fast path was wrong
         # to fail, returns the right answer; parity tests make sure that never happens).

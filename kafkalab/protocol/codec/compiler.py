@@ -33,6 +33,12 @@ _ARRAY_UNPACKERS = {code: [struct.Struct(f">{n}{code}").unpack_from for n in ran
                     for code in set(STRUCT_CODES.values()) if code != "16s"}
 
 
+#: the same, also reading the one byte after the array (a flexible version always has one: the next compact
+#: length or the tag section), so the next slot needs no separate index operation
+_PEEKING_UNPACKERS = {code: [struct.Struct(f">{n}{code}B").unpack_from for n in range(SMALL_ARRAY)]
+                      for code in set(STRUCT_CODES.values()) if code != "16s"}
+
+
 def _int_array(buf, pos: int, code: str, width: int) -> tuple[list, int]:
     """A compact array of fixed-width numbers starting at ``pos`` (its count included), any size."""
     count, pos = read_uvarint(buf, pos)
@@ -98,23 +104,39 @@ def _fixed_runs(slots: list[Slot]):
 
 
 def _default_expr(em: _Emitter, value: Any, shared: bool = False) -> str:
-    """Source for a default value; mutable defaults are copied unless ``shared`` (the encoder only reads them)."""
+    """Source for a default value; mutable defaults are built fresh each time unless ``shared`` (the encoder
+    only reads them): a dict or list literal of plain values costs a fraction of a ``deepcopy``."""
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return repr(value)
     if isinstance(value, uuid.UUID) or shared:
         return em.const(value, "U")
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return "{" + ", ".join(f"{k!r}: {_default_expr(em, v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_default_expr(em, v) for v in value) + "]"
     return f"_deepcopy({em.const(value, 'D')})"
 
 
 class _DecoderBuilder:
     def __init__(self) -> None:
         self.em = _Emitter()
+        self.counted: list[str] | None = None   # count variables of int arrays, while a shaped item is emitted
+        self.depth = 0               # structs being emitted, the message itself included
+        self.peek = False            # may the slot being emitted also read the byte after it?
+        self.peeked: str | None = None   # the variable holding that byte, if it did
 
     def struct(self, layout: Layout, ind: int) -> str:
         """Emit code reading one struct; returns the expression building its dict.
 
         A run of fixed-width fields also reads the single byte after it when that byte starts a compact
         length or the tagged-field count (the common one-byte case), saving a separate index operation."""
+        self.depth += 1
+        try:
+            return self._struct(layout, ind)
+        finally:
+            self.depth -= 1
+
+    def _struct(self, layout: Layout, ind: int) -> str:
         em = self.em
         entries: list[str] = []
         items = list(_fixed_runs(layout.slots))
@@ -123,59 +145,86 @@ class _DecoderBuilder:
             if kind == "run":
                 following = items[index + 1][1] if index + 1 < len(items) else None
                 peek = _starts_with_compact_byte(following) if following is not None else layout.flexible
-                fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in item) + ("B" if peek else "")
+                # a record set's length is two or three bytes: read them too where two bytes surely follow
+                # (this item's tag byte, then its parent's)
+                wide = peek and following is not None and following.kind == "records" and self.depth >= 2
+                fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in item) + ("BBB" if wide else "B" if peek else "")
                 unpack = em.const(struct.Struct(fmt).unpack_from, "S")
                 names = [em.var("v") for _ in item]
                 prefetched = em.var("p") if peek else None
-                targets = names + ([prefetched] if peek else [])
+                targets = names + ([prefetched] if peek else []) + (["q1", "q2"] if wide else [])
                 em.emit(ind, f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {unpack}(buf, pos)")
-                em.emit(ind, f"pos += {struct.calcsize(fmt)}")
+                em.emit(ind, f"pos += {struct.calcsize(fmt) - (2 if wide else 0)}")
+                if wide:
+                    prefetched += ":wide"
                 for slot, name in zip(item, names):
-                    value = f"_UUID(bytes={name})" if slot.wire_type == "uuid" else name
+                    value = f"_uuid({name})" if slot.wire_type == "uuid" else name
                     entries.append(f"{slot.name!r}: {value}")
             else:
+                following = items[index + 1][1] if index + 1 < len(items) else None
+                self.peek = _starts_with_compact_byte(following) if following is not None else layout.flexible
                 entries.append(f"{item.name!r}: {self.slot(item, ind, prefetched)}")
-                prefetched = None
-        if layout.flexible:
-            entries.extend(self.tagged(layout, ind, prefetched))
-        return "{" + ", ".join(entries) + "}"
-
-    def tagged(self, layout: Layout, ind: int, prefetched: str | None) -> list[str]:
-        em = self.em
-        count = prefetched or "buf[pos]"
+                prefetched, self.peeked, self.peek = self.peeked, None, False
+        if not layout.flexible:
+            return "{" + ", ".join(entries) + "}"
         if not layout.tagged:
+            count = prefetched or "buf[pos]"
             em.emit(ind, f"if {count}: _reject()")
             if not prefetched:
                 em.emit(ind, "pos += 1")
-            return []
+            return "{" + ", ".join(entries) + "}"
+        return self.tagged(layout, ind, prefetched, entries)
+
+    def tagged(self, layout: Layout, ind: int, prefetched: str | None, entries: list[str]) -> str:
+        """A struct with known tagged fields: the dict is built with their defaults in place, and only a
+        non-empty tagged section (rare) goes to the interpreter, which overwrites the tags it finds."""
+        em = self.em
         holder = em.var("t")
+        defaults = [f"{s.name!r}: {_default_expr(em, s.default)}" for s in layout.tagged]
+        em.emit(ind, f"{holder} = {{{', '.join(entries + defaults)}}}")
         lay = em.const(layout, "L")
-        em.emit(ind, f"if {count}:")
-        em.emit(ind + 1, f"{holder} = {{}}")
+        em.emit(ind, f"if {prefetched or 'buf[pos]'}:")
         start = "pos - 1" if prefetched else "pos"
         em.emit(ind + 1, f"pos = _decode_tagged({lay}, {holder}, buf, {start}, '', None, records)")
-        em.emit(ind, "else:")
-        defaults = ", ".join(f"{s.name!r}: {_default_expr(em, s.default)}" for s in layout.tagged)
-        em.emit(ind + 1, f"{holder} = {{{defaults}}}")
         if not prefetched:
+            em.emit(ind, "else:")
             em.emit(ind + 1, "pos += 1")
-        return [f"**{holder}"]
+        return holder
 
     def length(self, ind: int, var: str, compact: bool, classic: str, prefetched: str | None = None) -> None:
         """Emit reading a length into ``var`` (-1 for null), compact or classic int16/int32."""
         em = self.em
         if compact:
+            wide = prefetched is not None and prefetched.endswith(":wide")
             if prefetched:
-                em.emit(ind, f"{var} = {prefetched} - 1")
+                em.emit(ind, f"{var} = {prefetched.split(':')[0]} - 1")
             else:
                 em.emit(ind, f"{var} = buf[pos] - 1")
                 em.emit(ind, "pos += 1")
             em.emit(ind, f"if {var} >= 127:")
-            em.emit(ind + 1, f"{var}, pos = _uvarint(buf, pos - 1)")
-            em.emit(ind + 1, f"{var} -= 1")
+            self.long_length(ind + 1, var, wide)
         else:
             em.emit(ind, f"{var} = {classic}(buf, pos)[0]")
             em.emit(ind, f"pos += {2 if classic == '_i16' else 4}")
+
+    def long_length(self, ind: int, var: str, wide: bool = False) -> None:
+        """A compact length whose first byte (already read, ``var`` = byte - 1) has the continuation bit: two-
+        and three-byte varints (lengths up to 2 MiB: record sets, long strings) are read inline, longer
+        ones by ``_uvarint``. An IndexError on a short buffer sends the caller to the interpreter. ``wide``:
+        the two bytes after the first were read already (as ``q1``, ``q2``)."""
+        em = self.em
+        b, c = ("q1", "q2") if wide else ("b", "c")
+        if not wide:
+            em.emit(ind, "b = buf[pos]")
+        em.emit(ind, f"if {b} < 128:")
+        em.emit(ind + 1, f"{var} += ({b} << 7) - 128")
+        em.emit(ind + 1, "pos += 1")
+        em.emit(ind, f"elif {c if wide else '(c := buf[pos + 1])'} < 128:")
+        em.emit(ind + 1, f"{var} += (({b} - 128) << 7) + ({c} << 14) - 128")
+        em.emit(ind + 1, "pos += 2")
+        em.emit(ind, "else:")
+        em.emit(ind + 1, f"{var}, pos = _uvarint(buf, pos - 1)")
+        em.emit(ind + 1, f"{var} -= 1")
 
     def slot(self, slot: Slot, ind: int, prefetched: str | None = None) -> str:
         em = self.em
@@ -185,13 +234,12 @@ class _DecoderBuilder:
         elif slot.kind == "records":
             n = em.var("n")
             self.length(ind, n, slot.compact, "_i32", prefetched)
-            em.emit(ind, f"if {n} < 0:")
-            em.emit(ind + 1, f"if {n} != -1: _reject()")
-            em.emit(ind + 1, f"{out} = None")
-            em.emit(ind, "else:")
-            em.emit(ind + 1, f"if pos + {n} > blen: _reject()")
-            em.emit(ind + 1, f"{out} = rec(buf[pos:pos + {n}])")
+            em.emit(ind, f"if 0 <= {n} <= blen - pos:")
+            em.emit(ind + 1, f"{out} = view[pos:pos + {n}]")
+            em.emit(ind + 1, f"if rec: {out} = rec({out})")
             em.emit(ind + 1, f"pos += {n}")
+            em.emit(ind, f"elif {n} == -1: {out} = None")
+            em.emit(ind, "else: _reject()")
         elif slot.kind == "struct":
             if slot.nullable:
                 em.emit(ind, "marker = buf[pos]")
@@ -214,10 +262,7 @@ class _DecoderBuilder:
         em = self.em
         n = em.var("n")
         self.length(ind, n, compact, "_i16" if "string" in wire_type else "_i32", prefetched)
-        em.emit(ind, f"if {n} < 0:")
-        em.emit(ind + 1, f"if {n} != -1 or not {nullable}: _reject()")
-        em.emit(ind + 1, f"{out} = None")
-        em.emit(ind, "else:")
+        em.emit(ind, f"if {n} >= 0:")
         em.emit(ind + 1, f"end = pos + {n}")
         em.emit(ind + 1, "if end > blen: _reject()")
         if "string" in wire_type:
@@ -225,6 +270,9 @@ class _DecoderBuilder:
         else:
             em.emit(ind + 1, f"{out} = buf[pos:end]")
         em.emit(ind + 1, "pos = end")
+        if nullable:
+            em.emit(ind, f"elif {n} == -1: {out} = None")
+        em.emit(ind, "else: _reject()")
 
     def small_compact_int_array(self, slot: Slot, ind: int, out: str, prefetched: str | None) -> None:
         """The hot case (replica lists, partition ids): a non-nullable compact array of fixed-width ints whose
@@ -238,12 +286,54 @@ class _DecoderBuilder:
         else:
             em.emit(ind, f"{n} = buf[pos] - 1")
             em.emit(ind, "pos += 1")
-        table = em.const(_ARRAY_UNPACKERS[code], "A")
+        peek, self.peek = self.peek, False
+        if self.counted is not None:
+            self.counted.append(n)
         em.emit(ind, f"if 0 <= {n} < {SMALL_ARRAY}:")
-        em.emit(ind + 1, f"{out} = [*{table}[{n}](buf, pos)]")
-        em.emit(ind + 1, f"pos += {n} * {width}")
+        if peek:   # the next byte starts a compact length or the tag section: read it in the same call
+            self.peeked = em.var("p")
+            table = em.const(_PEEKING_UNPACKERS[code], "A")
+            em.emit(ind + 1, f"*{out}, {self.peeked} = {table}[{n}](buf, pos)")
+            em.emit(ind + 1, f"pos += {n} * {width} + 1")
+        else:
+            table = em.const(_ARRAY_UNPACKERS[code], "A")
+            em.emit(ind + 1, f"{out} = [*{table}[{n}](buf, pos)]")
+            em.emit(ind + 1, f"pos += {n} * {width}")
         em.emit(ind, "else:")
         em.emit(ind + 1, f"{out}, pos = _int_array(buf, pos - 1, {code!r}, {width})")
+        if peek:
+            em.emit(ind + 1, f"{self.peeked} = buf[pos]")
+            em.emit(ind + 1, "pos += 1")
+
+    def shaped_items(self, layout: Layout, ind: int, n: str, append: str) -> None:
+        """Items made of fixed-width fields and small int arrays (partitions and their replica lists): once
+        one item has been read the ordinary way, the next is read with one struct call of that item's
+        shape, and used if its count bytes and tag byte say it has the same shape (else the ordinary way)."""
+        em = self.em
+        shape, key, unpack, size = (em.var(x) for x in ("shp", "shk", "sun", "ssz"))
+        counts = [em.var("c") for _ in _int_arrays(layout)]
+        lay = em.const(layout, "L")
+        em.emit(ind, f"{shape} = {key} = None")
+        em.emit(ind, f"for _ in range({n}):")
+        body = ind + 1
+        em.emit(body, f"if {shape} is not None and pos + {size} <= blen:")
+        em.emit(body + 1, "t = " + f"{unpack}(buf, pos)")
+        checks = " and ".join(f"t[{c}] == {c}v" for c in counts)
+        em.emit(body + 1, f"if {checks} and not t[-1]:")
+        entries = [f"{s.name!r}: t[{i}]" for i, s in enumerate(layout.slots) if s.kind == "scalar"]
+        bounds = counts[1:] + ["-1"]
+        entries += [f"{s.name!r}: [*t[{c} + 1:{end}]]" for s, c, end in zip(_int_arrays(layout), counts, bounds)]
+        em.emit(body + 2, f"{append}({{{', '.join(entries)}}})")
+        em.emit(body + 2, f"pos += {size}")
+        em.emit(body + 2, "continue")
+        self.counted = []
+        expr = self.struct(layout, body)
+        seen, self.counted = self.counted, None
+        em.emit(body, f"{append}({expr})")
+        em.emit(body, f"if ({', '.join(seen)},) != {key}:")
+        em.emit(body + 1, f"{key} = ({', '.join(seen)},)")
+        em.emit(body + 1, f"{shape} = _shape({lay}, {key})")
+        em.emit(body + 1, f"if {shape} is not None: {unpack}, {size}, {', '.join(f'{c}, {c}v' for c in counts)} = {shape}")
 
     def array(self, slot: Slot, ind: int, out: str, prefetched: str | None = None) -> None:
         em = self.em
@@ -253,14 +343,15 @@ class _DecoderBuilder:
             return
         n = em.var("n")
         self.length(ind, n, slot.compact, "_i32", prefetched)
+        em.emit(ind, f"if not {n}: {out} = []")           # empty (aborted transactions...): the common case
+        em.emit(ind, f"elif {n} < 0:")
         if slot.nullable:
-            em.emit(ind, f"if {n} < 0:")
             em.emit(ind + 1, f"if {n} != -1: _reject()")
             em.emit(ind + 1, f"{out} = None")
-            em.emit(ind, "else:")
-            ind += 1
         else:
-            em.emit(ind, f"if {n} < 0: _reject()")
+            em.emit(ind + 1, "_reject()")
+        em.emit(ind, "else:")
+        ind += 1
         item = slot.item_wire_type
         if slot.layout is None and item in STRUCT_CODES:
             # no explicit bound check: unpack_from refuses a count the buffer cannot hold before allocating
@@ -268,7 +359,7 @@ class _DecoderBuilder:
             code = STRUCT_CODES[item]
             if item == "uuid":  # the format string grows with n: bound n first
                 em.emit(ind, f"if {n} * 16 > blen - pos: _reject()")
-                em.emit(ind, f"{out} = [_UUID(bytes=x) for x in _unpack_from('>' + '16s' * {n}, buf, pos)]")
+                em.emit(ind, f"{out} = [_uuid(x) for x in _unpack_from('>' + '16s' * {n}, buf, pos)]")
             else:
                 table = em.const(_ARRAY_UNPACKERS[code], "A")
                 em.emit(ind, f"if {n} < {SMALL_ARRAY}: {out} = [*{table}[{n}](buf, pos)]")
@@ -280,6 +371,9 @@ class _DecoderBuilder:
         em.emit(ind, f"{out} = []")
         append = em.var("app")
         em.emit(ind, f"{append} = {out}.append")
+        if slot.layout is not None and _shaped(slot.layout):
+            self.shaped_items(slot.layout, ind, n, append)
+            return
         em.emit(ind, f"for _ in range({n}):")
         if slot.layout is not None:
             expr = self.struct(slot.layout, ind + 1)
@@ -290,6 +384,76 @@ class _DecoderBuilder:
             em.emit(ind + 1, f"{append}({value})")
 
 
+def _is_int_array(slot: Slot) -> bool:
+    return (slot.kind == "array" and slot.compact and not slot.nullable and slot.layout is None
+            and slot.item_wire_type in STRUCT_CODES and slot.item_wire_type != "uuid")
+
+
+def _int_arrays(layout: Layout) -> list[Slot]:
+    return [s for s in layout.slots if _is_int_array(s)]
+
+
+def _shaped(layout: Layout) -> bool:
+    """Items whose shape one struct call can read: flexible, no known tagged fields, fixed-width scalars
+    first (no UUIDs), then int arrays only, at least one."""
+    if not layout.flexible or layout.tagged or not _int_arrays(layout):
+        return False
+    kinds = ["fixed" if s.kind == "scalar" and s.wire_type in STRUCT_CODES and s.wire_type != "uuid"
+             else "array" if _is_int_array(s) else "other" for s in layout.slots]
+    return "other" not in kinds and kinds == sorted(kinds, key=lambda k: k == "array")
+
+
+_SHAPES: dict[tuple, tuple | None] = {}
+
+
+def _shape(layout: Layout, counts: tuple) -> tuple | None:
+    """(unpack, size, then for each int array: its count byte's index and value) of an item of ``layout``
+    with arrays of ``counts`` items; None when a count takes more than one byte."""
+    key = (id(layout), counts)
+    hit = _SHAPES.get(key, False)
+    if hit is not False:
+        return hit
+    shape = None
+    if all(0 <= c < 126 for c in counts):
+        fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in layout.slots if s.kind == "scalar")
+        out = []
+        for slot, count in zip(_int_arrays(layout), counts):
+            out += [len(fmt) - 1, count + 1]                  # the count byte's index in the tuple
+            fmt += "B" + STRUCT_CODES[slot.item_wire_type] * count
+        unpacker = struct.Struct(fmt + "B")
+        shape = (unpacker.unpack_from, unpacker.size, *out)
+    if len(_SHAPES) < 4096:
+        _SHAPES[key] = shape
+    return shape
+
+
+def _has_records(layout: Layout) -> bool:
+    return any(s.kind == "records" or (s.layout is not None and _has_records(s.layout))
+               for s in layout.slots + layout.tagged)
+
+
+_UUID_NEW = uuid.UUID.__new__
+_SET = object.__setattr__
+_SAFE = uuid.SafeUUID.unknown
+
+
+_UUIDS: dict[bytes, uuid.UUID] = {}   # topic ids recur in every message that names the topic
+
+
+def _uuid(raw: bytes) -> uuid.UUID:
+    """``uuid.UUID(bytes=raw)`` (``raw`` is always 16 bytes here): the same immutable object for the same
+    bytes (topic ids, the zero id of requests by name), else made without ``UUID.__init__``'s checks."""
+    value = _UUIDS.get(raw)
+    if value is None:
+        value = _UUID_NEW(uuid.UUID)
+        _SET(value, "int", int.from_bytes(raw, "big"))
+        _SET(value, "is_safe", _SAFE)
+        if len(_UUIDS) >= 1 << 16:
+            _UUIDS.clear()
+        _UUIDS[raw] = value
+    return value
+
+
 def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
     namespace = dict(consts)
     namespace.update(_RUNTIME)
@@ -298,7 +462,8 @@ def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
 
 
 _RUNTIME = {
-    "_reject": _reject, "_uvarint": read_uvarint, "_int_array": _int_array, "_wuvarint": write_uvarint, "_UUID": uuid.UUID,
+    "_reject": _reject, "_uvarint": read_uvarint, "_int_array": _int_array, "_wuvarint": write_uvarint, "_uuid": _uuid,
+    "_shape": _shape,
     "_deepcopy": copy.deepcopy, "_unpack_from": struct.unpack_from, "_decode_tagged": decode_tagged,
     "_encode_tagged": encode_tagged, "_HOOKS": RECORDS_HOOKS, "_UNKNOWN": UNKNOWN_TAGS,
     "_i16": struct.Struct(">h").unpack_from, "_i32": struct.Struct(">i").unpack_from,
@@ -311,10 +476,17 @@ def build_decoder(layout: Layout, name: str = "decode") -> tuple[Callable, str]:
     em = builder.em
     em.emit(0, f"def {name}(buf, pos, records):")
     em.emit(1, "blen = len(buf)")
-    em.emit(1, "rec = _HOOKS[records].decode")
+    if _has_records(layout):
+        # RECORDS fields are cut from a view of immutable bytes: zero-copy views of the frame until someone
+        # reads them. A bytearray is copied once first (a view would pin a buffer its owner may still resize
+        # or overwrite); a memoryview given by the caller is used as is.
+        em.emit(1, "view = buf if type(buf) is memoryview else memoryview(buf if type(buf) is bytes else bytes(buf))")
+        em.emit(1, "rec = None if records == 'raw' else _HOOKS[records].decode")
     expr = builder.struct(layout, 1)
     em.emit(1, f"return {expr}, pos")
-    return _compile(em.lines, em.consts, name), "\n".join(em.lines)
+    fn = _compile(em.lines, em.consts, name)
+    fn.many_objects = not _has_records(layout)     # a big body of this kind is many small objects
+    return fn, "\n".join(em.lines)
 
 
 # ---------------------------------------------------------------- encoders

@@ -3,7 +3,8 @@
 The codec reads a RECORDS field's length prefix itself; the bytes inside belong to ``protocol.records``.
 Two modes: ``"batches"`` decodes them into batch objects (the default, what users and the dissector want),
 ``"raw"`` keeps the bytes as they are (what the broker wants: it stores and serves batches without
-re-encoding them). Encoding accepts either form.
+re-encoding them): a memoryview into the frame (read-only unless the caller passed a writable view), so
+nothing is copied until someone reads the records. Encoding accepts either form.
 """
 from __future__ import annotations
 
@@ -44,5 +45,5 @@ def _encode(value) -> bytes | None:
 
 RECORDS_HOOKS = {
     "batches": RecordsHooks(_decode_batches, _trace, _encode),
-    "raw": RecordsHooks(bytes, _trace, _encode),
+    "raw": RecordsHooks(memoryview, _trace, _encode),
 }

@@ -6,6 +6,7 @@ untouched decode is byte-identical. Module map:
 
 * :mod:`.primitives`  - fixed-width ints and zigzag varints
 * :mod:`.compression` - codec table, capped decompression (:mod:`.lz4frame` for LZ4 framing, KIP-57)
+* :mod:`.limits`      - record-count caps and the per-frame budget of inflated bytes and records
 * :mod:`.batch`       - magic 2 batches; :mod:`.control` - transaction markers
 * :mod:`.legacy`      - magic 0/1 messages and compressed wrappers (KIP-31/KIP-32)
 * :mod:`.recordset`   - whole record sets: decode, trace, encode, cheap boundary walks for the broker
@@ -16,9 +17,10 @@ from __future__ import annotations
 from .batch import rewrite_base_offset
 from .build import build_batch, from_dict
 from .compression import DEFAULT_MAX_INFLATED, Codec
+from .limits import DEFAULT_MAX_RECORDS, Budget, set_limits
 from .model import ControlRecord, LegacyMessage, Record, RecordBatch
 from .recordset import BatchBounds, assign_offsets, decode_records, encode_records, iter_batches, trace_records
 
 __all__ = ["Record", "RecordBatch", "LegacyMessage", "ControlRecord", "decode_records", "encode_records",
            "trace_records", "build_batch", "from_dict", "Codec", "DEFAULT_MAX_INFLATED", "rewrite_base_offset",
-           "iter_batches", "BatchBounds", "assign_offsets"]
+           "iter_batches", "BatchBounds", "assign_offsets", "DEFAULT_MAX_RECORDS", "Budget", "set_limits"]

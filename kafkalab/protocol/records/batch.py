@@ -21,6 +21,7 @@ import crc32c
 from ..errors import DecodeError, EncodeError
 from .compression import Codec, codec_name, compress, decompress
 from .control import decode_control, encode_control
+from .limits import BUDGET_EXCEEDED, Budget
 from .model import TIMESTAMP_TYPES, Record, RecordBatch, with_raw
 from .primitives import (read_varint, read_varint_bytes, read_varlong, write_varint, write_varint_bytes,
                          write_varlong)
@@ -42,14 +43,47 @@ MIN_RECORD_SIZE = 7
 CODEC_MASK, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, CONTROL_BIT, DELETE_HORIZON_BIT = 0x07, 0x08, 0x10, 0x20, 0x40
 
 
+def header_problem(buf, pos: int, size: int, *, max_records: int | None = None) -> str | None:
+    """Why the v2 batch header at ``buf[pos:pos + size]`` cannot be stored, or None. These are the fields a
+    CRC cannot vouch for (the base offset, length and magic sit before the CRC'd span; a correct CRC over
+    nonsense proves nothing), checked as Kafka's LogValidator.validateBatch does: the offset range
+    ``last_offset_delta + 1`` must be positive and equal the record count, and the count must fit the bytes
+    (uncompressed) or ``max_records`` (compressed: known before inflating)."""
+    if size < HEADER_SIZE:
+        return f"batch of {size} bytes is shorter than the {HEADER_SIZE}-byte v2 header"
+    head = HEADER.unpack_from(buf, pos)
+    length, magic, attrs, last_delta, count = head[1], head[3], head[5], head[6], head[12]
+    if magic != 2:
+        return f"magic {magic} in a v2 batch"
+    if length != size - 12:
+        return f"batch length {length} does not match its {size - 12} bytes"
+    if last_delta < 0:
+        return f"last offset delta {last_delta} gives an empty or negative offset range"
+    if count != last_delta + 1:
+        return f"record count {count} differs from the offset range {last_delta + 1} (last offset delta)"
+    codec_id = attrs & CODEC_MASK
+    if codec_id > 4:
+        return f"unknown compression codec {codec_id}"
+    if codec_id == 0 and count * MIN_RECORD_SIZE > size - HEADER_SIZE:
+        return f"record count {count} cannot fit in {size - HEADER_SIZE} bytes"
+    if max_records is not None and count > max_records:
+        return f"record count {count} exceeds the limit of {max_records} records per batch"
+    return None
+
+
 def record_timestamp(log_append_time: bool, base_timestamp: int, max_timestamp: int, delta: int) -> int:
     """KIP-32: in a LOG_APPEND_TIME batch every record's timestamp is the broker's append time, which the
     broker stores as max_timestamp (the per-record deltas stay as the producer wrote them)."""
     return max_timestamp if log_append_time else base_timestamp + delta
 
 
-def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = None) -> RecordBatch:
-    """The batch in ``buf[pos:end]`` (``end`` = pos + 12 + batch_length, already known to be in ``buf``)."""
+def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = None,
+           budget: Budget | None = None) -> RecordBatch:
+    """The batch in ``buf[pos:end]`` (``end`` = pos + 12 + batch_length, already known to be in ``buf``).
+    ``budget`` (shared by the batches of a record set or frame) caps records and inflated bytes; a batch
+    claiming more records than it allows is not decoded and says so ("budget exceeded")."""
+    if budget is None:
+        budget = Budget(max_inflated=max_inflated)
     raw = bytes(buf[pos:end])
     if end - pos < HEADER_SIZE:
         base_offset, length = struct.unpack_from(">qi", buf, pos)
@@ -67,8 +101,12 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     if computed != crc:
         diags.append(f"CRC mismatch: expected 0x{crc:08x}, computed 0x{computed:08x}")
     codec_id = attrs & CODEC_MASK
-    if tr is None and (codec_id != Codec.NONE or 0 <= count * MIN_RECORD_SIZE <= end - pos - HEADER_SIZE):
-        return _lazy_batch(head, computed, raw, max_inflated, diags)
+    fits = codec_id != Codec.NONE or 0 <= count * MIN_RECORD_SIZE <= end - pos - HEADER_SIZE
+    over = budget.records_problem(count) if count > 0 and fits else None     # (else: bounded by its bytes)
+    if over:
+        diags.append(over)
+    elif tr is None and fits:
+        return _lazy_batch(head, computed, raw, budget, diags)
     if tr is not None:
         p = pos
         for (name, wire_type, size), value in zip(HEADER_FIELDS, head):
@@ -77,7 +115,12 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     log_append = bool(attrs & TIMESTAMP_TYPE_BIT)
     control = bool(attrs & CONTROL_BIT)
     records: list[Record] = []
-    rbuf, rpos, rend, rtr = _records_region(buf, pos, end, codec_id, max_inflated, tr, diags)
+    rbuf, rpos, rend, rtr = None, 0, 0, None
+    if over:
+        if tr is not None:
+            tr.rest("records", pos + HEADER_SIZE, end, over)
+    else:
+        rbuf, rpos, rend, rtr = _records_region(buf, pos, end, codec_id, budget, tr, diags)
     if rbuf is not None:
         ctx = (base_offset, base_ts, max_ts, log_append, control)
         _decode_records(rbuf, rpos, rend, count, ctx, records, diags, rtr, tr.path if tr is not None else "")
@@ -93,7 +136,7 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     return with_raw(batch, raw)
 
 
-def _lazy_batch(head: tuple, computed: int, raw: bytes, max_inflated: int, diags: list[str]) -> RecordBatch:
+def _lazy_batch(head: tuple, computed: int, raw: bytes, budget: Budget, diags: list[str]) -> RecordBatch:
     """The batch with its header checked and its records left undecoded until first accessed: most readers
     of a capture want counts, offsets and CRCs, not every record (see ``RecordBatch.__getattr__``)."""
     (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, count) = head
@@ -105,17 +148,17 @@ def _lazy_batch(head: tuple, computed: int, raw: bytes, max_inflated: int, diags
     object.__delattr__(batch, "records")
     object.__delattr__(batch, "diagnostics")
     object.__setattr__(batch, "raw", raw)
-    object.__setattr__(batch, "_lazy", (_decode_later, max_inflated, tuple(diags)))
+    object.__setattr__(batch, "_lazy", (_decode_later, budget, tuple(diags)))
     return batch
 
 
-def _decode_later(batch: RecordBatch, max_inflated: int, eager: tuple[str, ...]):
+def _decode_later(batch: RecordBatch, budget: Budget, eager: tuple[str, ...]):
     """(records, diagnostics) of a lazily decoded batch: exactly what :func:`decode` would have produced."""
     raw = batch.raw
     attrs = batch.attributes
     diags = list(eager)
     records: list[Record] = []
-    rbuf, rpos, rend, _ = _records_region(raw, 0, len(raw), attrs & CODEC_MASK, max_inflated, None, diags)
+    rbuf, rpos, rend, _ = _records_region(raw, 0, len(raw), attrs & CODEC_MASK, budget, None, diags)
     if rbuf is not None:
         ctx = (batch.base_offset, batch.base_timestamp, batch.max_timestamp, bool(attrs & TIMESTAMP_TYPE_BIT),
                bool(attrs & CONTROL_BIT))
@@ -123,8 +166,9 @@ def _decode_later(batch: RecordBatch, max_inflated: int, eager: tuple[str, ...])
     return tuple(records), tuple(diags)
 
 
-def _records_region(buf, pos, end, codec_id, max_inflated, tr, diags):
-    """(buffer, start, end, trace) of the record bytes: the batch tail itself, or its inflated form."""
+def _records_region(buf, pos, end, codec_id, budget: Budget, tr, diags):
+    """(buffer, start, end, trace) of the record bytes: the batch tail itself, or its inflated form (within
+    what the budget still allows)."""
     start = pos + HEADER_SIZE
     if codec_id == Codec.NONE:
         return buf, start, end, tr
@@ -132,13 +176,14 @@ def _records_region(buf, pos, end, codec_id, max_inflated, tr, diags):
     if dtr is not None:
         dtr.end(end)
     try:
-        inflated, notes = decompress(codec_id, buf[start:end], magic=2, limit=max_inflated)
+        inflated, notes = decompress(codec_id, buf[start:end], magic=2, limit=budget.inflate_limit())
     except DecodeError as exc:
         message = f"malformed: {codec_name(codec_id)} decompression failed: {exc.reason}"
         diags.append(message)
         if dtr is not None:
             dtr.note(message)
         return None, 0, 0, None
+    budget.spend_inflated(len(inflated))
     diags.extend(notes)
     if dtr is None:
         return inflated, 0, len(inflated), None
@@ -224,6 +269,12 @@ def _decode_records_general(buf, pos, end, count, ctx, records, diags, tr, batch
         tr = tr.child("records", "records", pos, path=f"{batch_path}.records")
     i = len(records)
     while i < count and pos < end:
+        if tr is not None and tr.exhausted():
+            message = f"{BUDGET_EXCEEDED}: tree node limit reached, records {i}.. not annotated"
+            diags.append(message)
+            tr.rest("unannotated", pos, end, message)
+            tr.end(end)
+            return
         rtr = tr.child(f"records[{i}]", "record", pos, path=f"{tr.path}[{i}]") if tr is not None else None
         try:
             record, new_pos = _decode_record(buf, pos, end, ctx, diags, rtr)

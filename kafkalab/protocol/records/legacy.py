@@ -13,6 +13,7 @@ import zlib
 
 from ..errors import DecodeError, EncodeError
 from .compression import Codec, codec_name, compress, decompress
+from .limits import BUDGET_EXCEEDED, Budget
 from .model import TIMESTAMP_TYPES, LegacyMessage, Record, with_raw
 from .primitives import read_int32_bytes, write_int32_bytes
 from .tracing import Trace
@@ -42,8 +43,11 @@ def inner_timestamp(wrapper_log_append: bool, wrapper_timestamp: int | None, own
 
 
 def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = None,
-           nested: bool = False) -> LegacyMessage:
-    """The message in ``buf[pos:end]``; ``end`` = pos + 12 + message_size lies inside ``buf``."""
+           nested: bool = False, budget: Budget | None = None) -> LegacyMessage:
+    """The message in ``buf[pos:end]``; ``end`` = pos + 12 + message_size lies inside ``buf``. ``budget``
+    (shared by a record set or frame) caps inflated bytes and the messages a wrapper may hold."""
+    if budget is None:
+        budget = Budget(max_inflated=max_inflated)
     raw = bytes(buf[pos:end])
     offset, size, crc, magic, attrs = _HEAD.unpack_from(buf, pos)
     diags: list[str] = []
@@ -94,8 +98,7 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
                 tr.leaf("value", "bytes", k_end + 4, v_end, value)
             records = (Record(key=key, value=value, timestamp=timestamp, offset=offset, attributes=attrs),)
         else:
-            inner = _decode_wrapped(buf, k_end + 4, v_end, value, codec_id, magic, max_inflated, nested,
-                                    diags, tr)
+            inner = _decode_wrapped(buf, k_end + 4, v_end, value, codec_id, magic, budget, nested, diags, tr)
             records = _wrapped_records(magic, offset, log_append, timestamp, inner)
         if v_end < end:
             message = f"malformed: {end - v_end} bytes after the message value"
@@ -111,12 +114,79 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     return with_raw(msg, raw)
 
 
+def validate(buf, pos: int, end: int, *, max_inflated: int, max_records: int) -> tuple[str | None, int]:
+    """(problem or None, record count) of the message at ``buf[pos:end]``, checked the way a broker must
+    before storing it, without building a single record: framing, magic, its CRC and, for a compressed
+    wrapper, the CRC, magic and framing of every inner message (which the outer CRC does not vouch for: it
+    was computed over the compressed bytes). Inflation is capped by ``max_inflated`` and the walk stops past
+    ``max_records`` messages, so a small wrapper of a million tiny messages costs one capped inflate."""
+    offset, size, crc, magic, attrs = _HEAD.unpack_from(buf, pos)
+    if magic not in (0, 1) or size < MIN_MESSAGE_SIZE[magic] or size != end - pos - 12:
+        return f"message of magic {magic} and size {size} is malformed", 0
+    if zlib.crc32(memoryview(buf)[pos + 16:end]) != crc:
+        return "message CRC mismatch", 0
+    codec_id = attrs & CODEC_MASK
+    if codec_id == Codec.NONE:
+        return None, 1
+    try:
+        key, k_end = read_int32_bytes(buf, pos + 18 + (8 if magic == 1 else 0), end)
+        value, v_end = read_int32_bytes(buf, k_end, end)
+        if value is None or v_end != end:
+            return "compressed message without a value or with trailing bytes", 0
+        inflated, _ = decompress(codec_id, value, magic=magic, limit=max_inflated)
+    except DecodeError as exc:
+        return f"compressed message: {exc.reason}", 0
+    return _validate_inner(inflated, magic, max_records)
+
+
+def renumber_wrapper(chunk, first: int, *, max_inflated: int) -> tuple[bytes, int]:
+    """A validated magic 0 compressed wrapper with its inner messages numbered from ``first``: (bytes, next
+    offset). Magic 0 inner offsets are absolute and sit inside the compressed value, so the broker must
+    recompress (as Kafka does); the inner offsets lie outside the inner CRCs, so they are patched in the
+    inflated bytes without decoding a message."""
+    _, _, _, magic, attrs = _HEAD.unpack_from(chunk, 0)
+    codec_id = attrs & CODEC_MASK
+    key, k_end = read_int32_bytes(chunk, 18, len(chunk))
+    value, _ = read_int32_bytes(chunk, k_end, len(chunk))
+    inflated = bytearray(decompress(codec_id, value, magic=magic, limit=max_inflated)[0])
+    pos = count = 0
+    while pos + 12 <= len(inflated):
+        struct.pack_into(">q", inflated, pos, first + count)
+        pos += 12 + struct.unpack_from(">i", inflated, pos + 8)[0]
+        count += 1
+    if not count:
+        return bytes(chunk), first + 1
+    body = struct.pack(">bb", magic, attrs) + write_int32_bytes(key) + \
+        write_int32_bytes(compress(Codec(codec_id), bytes(inflated), magic=magic))
+    return struct.pack(">qiI", first + count - 1, len(body) + 4, zlib.crc32(body)) + body, first + count
+
+
+def _validate_inner(buf: bytes, magic: int, max_records: int) -> tuple[str | None, int]:
+    pos, end, count = 0, len(buf), 0
+    while pos < end:
+        if end - pos < 12 + MIN_MESSAGE_SIZE[0]:
+            return f"inner message set truncated at byte {pos}", count
+        _, size, crc, inner_magic, attrs = _HEAD.unpack_from(buf, pos)
+        stop = pos + 12 + size
+        if inner_magic != magic or size < MIN_MESSAGE_SIZE[magic] or stop > end:
+            return f"inner message {count} is malformed (magic {inner_magic}, size {size})", count
+        if attrs & CODEC_MASK:
+            return f"inner message {count} is compressed again (compression does not nest)", count
+        if zlib.crc32(buf[pos + 16:stop]) != crc:
+            return f"inner message {count} fails its CRC", count
+        count += 1
+        if count > max_records:
+            return f"more than {max_records} messages in one compressed wrapper", count
+        pos = stop
+    return (None, count) if count else ("compressed message holds no messages", 0)
+
+
 def _trace_int32_bytes(tr: Trace, name: str, start: int, end: int, value) -> None:
     tr.leaf(f"{name}_length", "int32", start, start + 4, -1 if value is None else end - start - 4)
     tr.leaf(name, "bytes", start + 4, end, value)
 
 
-def _decode_wrapped(buf, start, end, value, codec_id, magic, max_inflated, nested, diags, tr):
+def _decode_wrapped(buf, start, end, value, codec_id, magic, budget: Budget, nested, diags, tr):
     """Inflate a wrapper's value and decode the message set inside (one level deep only)."""
     dtr = tr.child("deflated", "compressed", start) if tr is not None else None
     if dtr is not None:
@@ -128,7 +198,8 @@ def _decode_wrapped(buf, start, end, value, codec_id, magic, max_inflated, neste
         problem = "malformed: compressed message without a value"
     if problem is None:
         try:
-            inflated, notes = decompress(codec_id, value, magic=magic, limit=max_inflated)
+            inflated, notes = decompress(codec_id, value, magic=magic, limit=budget.inflate_limit())
+            budget.spend_inflated(len(inflated))
         except DecodeError as exc:
             problem = f"malformed: {codec_name(codec_id)} decompression failed: {exc.reason}"
     if problem is not None:
@@ -141,13 +212,23 @@ def _decode_wrapped(buf, start, end, value, codec_id, magic, max_inflated, neste
     if dtr is not None:
         dtr.node.diagnostics.extend(notes)
         itr = dtr.inflated(inflated, codec_name(codec_id), start, end)
-    return tuple(decode_inner_set(inflated, magic, max_inflated, diags, itr, tr.path if tr else ""))
+    return tuple(decode_inner_set(inflated, magic, budget, diags, itr, tr.path if tr else ""))
 
 
-def decode_inner_set(buf, magic: int, max_inflated: int, diags: list[str], tr: Trace | None, path: str):
-    """The messages inside a wrapper; a cut-off tail here is data corruption, not a Fetch boundary."""
+def decode_inner_set(buf, magic: int, budget: Budget, diags: list[str], tr: Trace | None, path: str):
+    """The messages inside a wrapper; a cut-off tail here is data corruption, not a Fetch boundary. Past the
+    budget's record or node limits the rest is reported, not decoded."""
     pos, end, i = 0, len(buf), 0
     while pos < end:
+        over = budget.records_problem(1) if i < budget.max_records else \
+            f"{BUDGET_EXCEEDED}: more than {budget.max_records} messages in one wrapper"
+        if over is None and tr is not None and tr.exhausted():
+            over = f"{BUDGET_EXCEEDED}: tree node limit reached, inner messages {i}.. not annotated"
+        if over:
+            diags.append(over)
+            if tr is not None:
+                tr.rest("undecoded", pos, end, over)
+            return
         mpath = f"{path}.inner[{i}]"
         mtr = tr.child(f"inner[{i}]", "message", pos, path=mpath) if tr is not None else None
         size = struct.unpack_from(">i", buf, pos + 8)[0] if end - pos >= 17 else None
@@ -166,7 +247,8 @@ def decode_inner_set(buf, magic: int, max_inflated: int, diags: list[str], tr: T
                 mtr.rest("unparsed", pos, end, message)
                 mtr.end(end)
             return
-        msg = decode(buf, pos, pos + 12 + size, max_inflated=max_inflated, tr=mtr, nested=True)
+        msg = decode(buf, pos, pos + 12 + size, max_inflated=budget.max_inflated, tr=mtr, nested=True,
+                     budget=budget)
         diags.extend(f"inner[{i}]: {d}" for d in msg.diagnostics)
         if mtr is not None:
             mtr.end(pos + 12 + size)

@@ -92,6 +92,7 @@ def decompress(data, limit: int, *, magic: int) -> tuple[bytes, list[str]]:
 
 def _decompress_frame(data: memoryview, pos: int, budget: int, magic: int, notes: list[str]):
     n = len(data)
+    frame_start = pos
     if bytes(data[pos:pos + 4]) != MAGIC:
         raise DecodeError(f"not an lz4 frame (magic {bytes(data[pos:pos + 4]).hex()})", offset=pos)
     if pos + 7 > n:
@@ -139,7 +140,7 @@ def _decompress_frame(data: memoryview, pos: int, budget: int, magic: int, notes
     if pos > n:
         raise DecodeError("lz4 content checksum truncated", offset=n)
     if not independent:
-        return _decompress_linked(data, blocks, bound, budget), pos
+        return _decompress_linked(data[frame_start:pos], bound, budget), pos
     out = []
     total = 0
     scratch = bytearray(block_max) if blocks else None
@@ -161,12 +162,13 @@ def _inflate_block(block, scratch: bytearray) -> bytes:
     return bytes(scratch[:n])
 
 
-def _decompress_linked(data: memoryview, blocks, bound: int, budget: int) -> list[bytes]:
-    """Linked blocks need the whole frame at once; allowed only when the worst case fits the budget."""
+def _decompress_linked(frame: memoryview, bound: int, budget: int) -> list[bytes]:
+    """Linked blocks need the whole frame at once (this frame only: the payload may hold more frames after
+    it); allowed only when the worst case fits the budget."""
     if bound > budget:
         raise DecodeError(f"linked-block lz4 frame could inflate to {bound} bytes, beyond the limit")
     try:
-        return [bytes(cramjam.lz4.decompress(bytes(data)))]
+        return [bytes(cramjam.lz4.decompress(bytes(frame)))]
     except cramjam.DecompressionError as exc:
         raise DecodeError(f"lz4 frame does not decompress: {exc}") from None
 

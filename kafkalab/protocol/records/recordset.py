@@ -7,7 +7,6 @@ anywhere (the broker fills up to max_bytes): that tail is a normal *partial batc
 """
 from __future__ import annotations
 
-import dataclasses
 import struct
 from typing import Any, Iterator, NamedTuple
 
@@ -16,6 +15,7 @@ from . import batch as v2
 from . import legacy
 from .build import from_dict
 from .compression import DEFAULT_MAX_INFLATED
+from .limits import BUDGET_EXCEEDED, Budget, default_budget
 from .model import LegacyMessage, RecordBatch, with_raw
 from .tracing import Trace
 
@@ -24,25 +24,33 @@ LOG_OVERHEAD = 12  # offset + length
 _MAGIC_AT = 16
 
 
-def decode_records(data: bytes | memoryview, *, max_inflated: int = DEFAULT_MAX_INFLATED
-                   ) -> list[RecordBatch | LegacyMessage]:
-    """Every batch/message in ``data``; never raises on data problems (see ``diagnostics``/``partial``)."""
-    return _walk(data, max_inflated, None)
+def decode_records(data: bytes | memoryview, *, max_inflated: int | None = None,
+                   budget: Budget | None = None) -> list[RecordBatch | LegacyMessage]:
+    """Every batch/message in ``data``; never raises on data problems (see ``diagnostics``/``partial``).
+    ``budget`` (default: the frame's inside :func:`~.limits.frame_budget`, else a fresh one) caps what all
+    batches may cost together."""
+    return _walk(data, budget or default_budget(max_inflated), None)
 
 
 def trace_records(data: bytes | memoryview, parent: FieldNode, base: int, path: str, *,
-                  max_inflated: int = DEFAULT_MAX_INFLATED) -> None:
-    """Append one node per batch to ``parent`` (paths ``{path}[i]...``; offsets shifted by ``base``)."""
-    _walk(data, max_inflated, Trace(parent, path, base))
+                  max_inflated: int | None = None, budget: Budget | None = None) -> None:
+    """Append one node per batch to ``parent`` (paths ``{path}[i]...``; offsets shifted by ``base``); past
+    the budget's node limit the rest is one "budget exceeded" leaf."""
+    budget = budget or default_budget(max_inflated)
+    _walk(data, budget, Trace(parent, path, base, budget))
 
 
-def _walk(data, max_inflated: int, tr: Trace | None) -> list[RecordBatch | LegacyMessage]:
+def _walk(data, budget: Budget, tr: Trace | None) -> list[RecordBatch | LegacyMessage]:
     buf = data if isinstance(data, (bytes, bytearray)) else memoryview(data).cast("B")
     out: list[RecordBatch | LegacyMessage] = []
     pos, end, i = 0, len(buf), 0
     while pos < end:
+        if tr is not None and tr.exhausted():
+            tr.rest("unannotated", pos, end, f"{BUDGET_EXCEEDED}: tree node limit reached, batches {i}.. "
+                                             "not annotated")
+            break
         btr = tr.child(f"[{i}]", "record_batch", pos, path=f"{tr.path}[{i}]") if tr is not None else None
-        entry, size = _entry(buf, pos, end, max_inflated, btr)
+        entry, size = _entry(buf, pos, end, budget, btr)
         if btr is not None:
             btr.node.name = "message" if isinstance(entry, LegacyMessage) else "record_batch"
             btr.node.wire_type = btr.node.name
@@ -53,7 +61,7 @@ def _walk(data, max_inflated: int, tr: Trace | None) -> list[RecordBatch | Legac
     return out
 
 
-def _entry(buf, pos: int, end: int, max_inflated: int, tr: Trace | None):
+def _entry(buf, pos: int, end: int, budget: Budget, tr: Trace | None):
     """(object, bytes consumed) for the entry at ``pos``."""
     left = end - pos
     if left < LOG_OVERHEAD:
@@ -73,9 +81,9 @@ def _entry(buf, pos: int, end: int, max_inflated: int, tr: Trace | None):
     stop = pos + LOG_OVERHEAD + length
     magic = buf[pos + _MAGIC_AT]
     if magic == 2:
-        return v2.decode(buf, pos, stop, max_inflated=max_inflated, tr=tr), stop - pos
+        return v2.decode(buf, pos, stop, max_inflated=budget.max_inflated, tr=tr, budget=budget), stop - pos
     if magic in (0, 1):
-        return legacy.decode(buf, pos, stop, max_inflated=max_inflated, tr=tr), stop - pos
+        return legacy.decode(buf, pos, stop, max_inflated=budget.max_inflated, tr=tr, budget=budget), stop - pos
     message = f"malformed: unknown magic {magic}"
     if tr is not None:
         tr.leaf("base_offset", "int64", pos, pos + 8, offset)
@@ -182,18 +190,19 @@ def iter_batches(data: bytes | bytearray | memoryview) -> Iterator[BatchBounds]:
         pos += LOG_OVERHEAD + length
 
 
-def assign_offsets(data: bytes | bytearray, first_offset: int) -> tuple[bytes, int]:
+def assign_offsets(data: bytes | bytearray, first_offset: int, counts: list[int] | None = None) -> tuple[bytes, int]:
     """What a broker does on append: give the entries consecutive offsets from ``first_offset``.
 
     v2 batches and magic 1 wrappers are patched in place (their offsets sit outside the CRC and, for magic 1
     wrappers, inner offsets are relative - KIP-31). Uncompressed legacy messages likewise. A magic 0 wrapper
     keeps absolute offsets inside the compressed payload, so it is rebuilt (as the broker recompresses it).
-    Returns (new bytes, next offset).
+    ``counts`` (records per entry, as a validating caller counted them) saves inflating magic 1 wrappers
+    again. Returns (new bytes, next offset).
     """
     out = bytearray(data)
     pieces: list[bytes] = []
     nxt = first_offset
-    for b in iter_batches(out):
+    for i, b in enumerate(iter_batches(out)):
         chunk = out[b.position:b.position + b.size]
         if b.partial:
             pieces.append(bytes(chunk))
@@ -202,7 +211,7 @@ def assign_offsets(data: bytes | bytearray, first_offset: int) -> tuple[bytes, i
             struct.pack_into(">q", chunk, 0, nxt)
             nxt += b.last_offset - b.base_offset + 1
         elif b.record_count == 1 or b.magic == 1:
-            count = b.record_count or _wrapper_count(chunk)
+            count = b.record_count or (counts[i] if counts else _wrapper_count(chunk))
             struct.pack_into(">q", chunk, 0, nxt + count - 1)
             nxt += count
         else:
@@ -212,14 +221,9 @@ def assign_offsets(data: bytes | bytearray, first_offset: int) -> tuple[bytes, i
 
 
 def _wrapper_count(chunk) -> int:
-    msg = legacy.decode(chunk, 0, len(chunk), max_inflated=DEFAULT_MAX_INFLATED)
-    return max(len(msg.inner), 1)
+    _, count = legacy.validate(chunk, 0, len(chunk), max_inflated=DEFAULT_MAX_INFLATED, max_records=1 << 62)
+    return max(count, 1)
 
 
 def _renumber_magic0_wrapper(chunk, first: int) -> tuple[bytes, int]:
-    msg = legacy.decode(chunk, 0, len(chunk), max_inflated=DEFAULT_MAX_INFLATED)
-    if not msg.inner:
-        return chunk, first + 1
-    inner = tuple(dataclasses.replace(m, offset=first + i) for i, m in enumerate(msg.inner))
-    rebuilt = dataclasses.replace(msg, inner=inner, offset=first + len(inner) - 1)
-    return legacy.encode(rebuilt), first + len(inner)
+    return legacy.renumber_wrapper(chunk, first, max_inflated=DEFAULT_MAX_INFLATED)

@@ -15,15 +15,22 @@ from ..tree import FieldNode
 class Trace:
     """Appends nodes under ``node``; ``path`` is the dotted path of ``node``, ``base`` the offset shift."""
 
-    __slots__ = ("node", "path", "base")
+    __slots__ = ("node", "path", "base", "budget")
 
-    def __init__(self, node: FieldNode, path: str, base: int = 0) -> None:
+    def __init__(self, node: FieldNode, path: str, base: int = 0, budget=None) -> None:
         self.node = node
         self.path = path
         self.base = base
+        self.budget = budget            # a limits.Budget whose ``nodes`` every added node spends, or None
+
+    def exhausted(self) -> bool:
+        """Whether the node budget is spent (callers then cover the rest with one "budget exceeded" leaf)."""
+        return self.budget is not None and self.budget.nodes <= 0
 
     def leaf(self, name: str, wire_type: str, start: int, end: int, value: Any = None,
              diagnostics: list[str] | None = None) -> FieldNode:
+        if self.budget is not None:
+            self.budget.nodes -= 1
         return self.node.add(FieldNode(f"{self.path}.{name}", name, wire_type, self.base + start,
                                        self.base + end, value, diagnostics=diagnostics))
 
@@ -31,7 +38,9 @@ class Trace:
         """Open a container node; close it with :meth:`end` once its last child is added."""
         path = f"{self.path}.{name}" if path is None else path
         node = self.node.add(FieldNode(path, name, wire_type, self.base + start))
-        return Trace(node, path, self.base)
+        if self.budget is not None:
+            self.budget.nodes -= 1
+        return Trace(node, path, self.base, self.budget)
 
     def end(self, end: int) -> None:
         self.node.end = self.base + end
@@ -45,7 +54,7 @@ class Trace:
                                        self.base + start, self.base + end,
                                        value=f"{len(buffer)} bytes inflated with {codec}; child offsets are "
                                              f"relative to this buffer", buffer=buffer))
-        return Trace(node, node.path, 0)
+        return Trace(node, node.path, 0, self.budget)
 
     def rest(self, name: str, start: int, end: int, message: str | None = None) -> None:
         """Cover bytes that could not be decoded (so every byte still lies under exactly one leaf)."""

@@ -1,0 +1,71 @@
+"""``__consumer_offsets``: committed offsets and group metadata as records, in Kafka's own formats.
+
+Owns: the internal topic's name and partition count, building its records (an OffsetCommitKey v1 +
+OffsetCommitValue v3 per committed offset, a GroupMetadataKey v2 + GroupMetadataValue v3 per group change,
+a null value as the tombstone of either) and reading them back on recovery. Must not know: group states,
+requests, clocks (callers pass ``now_ms``). The topic is created on the first write, with one partition (Kafka
+spreads groups over 50 by the group id's hash; one broker needs no spreading) and ``cleanup.policy=compact``,
+so any client, and a notebook through kafkalab's decoders (:func:`kafkalab.protocol.payloads.decode_offsets_record`),
+can read what the coordinator wrote.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from kafkalab.protocol import ProtocolError
+from kafkalab.protocol.payloads import decode_offsets_record, encode_payload
+from kafkalab.protocol.records import RecordBatch, build_batch, decode_records, encode_records
+
+from ..config import OFFSETS_TOPIC
+
+OFFSETS_PARTITIONS = 1
+OFFSET_COMMIT_KEY_VERSION, OFFSET_COMMIT_VALUE_VERSION = 1, 3
+GROUP_METADATA_KEY_VERSION, GROUP_METADATA_VALUE_VERSION = 2, 3
+READ_CHUNK = 1 << 20
+
+
+def offset_commit_record(group: str, topic: str, partition: int, committed) -> tuple[bytes, bytes | None]:
+    """The (key, value) Kafka writes for one committed offset; ``committed`` None makes the tombstone."""
+    key = encode_payload("offset_commit_key", {"version": OFFSET_COMMIT_KEY_VERSION, "group": group, "topic": topic,
+                                               "partition": partition})
+    if committed is None:
+        return key, None
+    value = encode_payload("offset_commit_value", {
+        "version": OFFSET_COMMIT_VALUE_VERSION, "offset": committed.offset, "leader_epoch": committed.leader_epoch,
+        "metadata": committed.metadata or "", "commit_timestamp": committed.commit_timestamp})
+    return key, value
+
+
+def group_metadata_record(group: str, value: dict | None) -> tuple[bytes, bytes | None]:
+    """The (key, value) of a group's metadata: ``value`` holds GroupMetadataValue's fields, None deletes."""
+    key = encode_payload("group_metadata_key", {"version": GROUP_METADATA_KEY_VERSION, "group": group})
+    if value is None:
+        return key, None
+    return key, encode_payload("group_metadata_value", {"version": GROUP_METADATA_VALUE_VERSION, **value})
+
+
+def append_records(partition, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None:
+    """Append (key, value) pairs to the offsets partition as one uncompressed batch."""
+    if records:
+        batch = build_batch(records, base_timestamp=now_ms)
+        partition.log.append(encode_records([batch]))
+
+
+def read_records(partition) -> Iterator[dict]:
+    """Every record of the offsets partition, decoded (``decode_offsets_record``'s dicts), oldest first;
+    records that do not decode (a future key kind) are skipped."""
+    log = partition.log
+    offset = log.log_start_offset
+    while offset < log.next_offset:
+        data = log.read(offset, READ_CHUNK)
+        if not data:
+            return
+        for batch in decode_records(data):
+            if not isinstance(batch, RecordBatch) or batch.partial:
+                return
+            for record in batch.records:
+                try:
+                    yield decode_offsets_record(record.key, record.value)
+                except ProtocolError:
+                    continue        # a record kind this broker does not write (KIP-848 group records...)
+            offset = batch.last_offset + 1

@@ -1,0 +1,153 @@
+"""The ``records`` table: one row per record in Produce requests and Fetch responses, built as Arrow columns.
+
+How: each frame's body is decoded with its record sets left as views of the frame (``records="raw"``); the
+record sets are walked batch by batch (:mod:`kafkalab.protocol.records.columnar`: header, CRC, inflating)
+and every few megabytes of record bytes the gathered batches are read column-wise and become one Arrow
+record batch. No object is made per record; only irregular batches (legacy messages, control batches, bad
+checksums, partial tails) are decoded as objects, and their rows are put where those batches were.
+
+Input: frame-like objects with ``frame``, ``kind``, ``api_key``, ``api_version``, ``raw``, ``topic_ids`` and
+``response_frame`` (a :class:`~kafkalab.dissect.frame.Frame` or a lighter stand-in); ``body`` is read only
+where the raw bytes do not decode.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from kafkalab.protocol import decode_request, decode_response
+from kafkalab.protocol.errors import ProtocolError
+from kafkalab.protocol.records.columnar import Batches, gather, read_columns
+
+from . import columns as spec
+from .facts import body_layout
+
+PRODUCE, FETCH = 0, 1
+CHUNK_BYTES = 32 << 20          # record bytes read per columnar pass (bounds the temporary arrays)
+
+
+def records_table(frames: Iterable):
+    """The records table as pandas (a view of :func:`records_arrow`)."""
+    return spec.to_pandas(records_arrow(frames), "records")
+
+
+def records_arrow(frames: Iterable):
+    import pyarrow as pa
+
+    frames = list(frames)
+    by_number = {f.frame: f for f in frames}
+    builder = _Builder()
+    for frame in frames:
+        wanted = (frame.kind == "request" and frame.api_key == PRODUCE) or \
+            (frame.kind == "response" and frame.api_key == FETCH)
+        if not wanted:
+            continue
+        body = _body(frame)
+        if not body:
+            continue
+        layout = body_layout(frame.api_key, frame.kind, frame.api_version)
+        if layout is None:
+            continue
+        bases = {}
+        if frame.kind == "request" and frame.response_frame is not None:
+            bases = _base_offsets(by_number.get(frame.response_frame))
+        for topic, partition, data in record_sets(layout, body, topic_ids=frame.topic_ids):
+            builder.add(frame.frame, frame.kind, topic, partition, bases.get((topic, partition)), data)
+        if builder.batches.size >= CHUNK_BYTES:
+            builder.flush()
+    builder.flush()
+    return pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records"))
+
+
+def _body(frame):
+    """The body with record sets as views of the frame; the Frame's own body if the raw bytes do not decode."""
+    try:
+        if frame.kind == "request":
+            return decode_request(frame.raw, records="raw").body
+        return decode_response(frame.raw, frame.api_key, frame.api_version, records="raw").body
+    except (ProtocolError, ValueError, TypeError):
+        return frame.body
+
+
+def record_sets(layout, body, topic=None, partition=None, topic_ids=None):
+    """(topic, partition, record set) for every RECORDS field, with the nearest enclosing topic and partition
+    (a topic given only by id is named through ``topic_ids``, id -> name)."""
+    if not isinstance(body, dict):
+        return
+    for slot in layout.slots + layout.tagged:
+        if slot.name not in body:
+            continue
+        value = body[slot.name]
+        if slot.field.entity == "topicName" and isinstance(value, str):
+            topic = value
+        elif slot.name == "topic_id" and topic is None and topic_ids and value in topic_ids:
+            topic = topic_ids[value]
+        elif slot.name in ("partition_index", "index", "partition") and isinstance(value, int):
+            partition = value
+    for slot in layout.slots + layout.tagged:
+        value = body.get(slot.name)
+        if value is None:
+            continue
+        if slot.kind == "records":
+            yield topic, partition, value
+        elif slot.layout is not None:
+            for item in ([value] if slot.kind == "struct" else value):
+                yield from record_sets(slot.layout, item, topic, partition, topic_ids)
+
+
+def _base_offsets(response) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> base_offset from a Produce response."""
+    out: dict[tuple[str, int], int] = {}
+    if response is None:
+        return out
+    try:
+        body = decode_response(response.raw, response.api_key, response.api_version).body
+    except (ProtocolError, ValueError, TypeError):
+        body = response.body
+    for topic in (body or {}).get("responses") or []:
+        for part in topic.get("partition_responses") or []:
+            if part.get("error_code", 0) == 0 and part.get("base_offset", -1) >= 0:
+                out[(topic.get("name"), part.get("index"))] = part["base_offset"]
+    return out
+
+
+class _Builder:
+    """Gathers batches of many record sets and turns them into Arrow record batches, in order."""
+
+    def __init__(self) -> None:
+        self.batches = Batches.empty()
+        self.contexts: list[tuple] = []       # (frame, kind, topic, partition, produce base offset or None)
+        self.objects: list[tuple] = []        # (sequence, context, object)
+        self.seq = 0                          # entries gathered so far (fast and object), for ordering
+        self.out: list = []
+
+    def add(self, frame: int, kind: str, topic, partition, base, data) -> None:
+        ctx = len(self.contexts)
+        self.contexts.append((frame, kind, topic, partition, base))
+        if not isinstance(data, (bytes, bytearray, memoryview)):    # already objects (a body that fell back)
+            for obj in data:
+                self.objects.append((self.seq, ctx, obj))
+                self.seq += 1
+            return
+        first = len(self.batches)
+        others = gather(data, None, self.batches)
+        # number the set's entries, regular and not, in wire order
+        other_at = 0
+        for i in range(first, len(self.batches) + 1):
+            while other_at < len(others) and others[other_at][0] <= i:
+                self.objects.append((self.seq, ctx, others[other_at][1]))
+                self.seq += 1
+                other_at += 1
+            if i < len(self.batches):
+                self.batches.tags[i] = (self.seq, ctx)
+                self.seq += 1
+
+    def flush(self) -> None:
+        if not len(self.batches) and not self.objects:
+            return
+        from . import records_arrays as arrays
+
+        batch = arrays.fast_rows(self.batches, read_columns(self.batches), self.contexts, self.objects)
+        if batch is not None:
+            self.out.append(batch)
+        self.batches = Batches.empty(self.batches.region)
+        self.objects = []

@@ -1,0 +1,80 @@
+"""The streams and frames stages on whole files (kafkalab.capture.streams): which connections are regular, and
+the frames cut from them, checked against what was sent."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalab.capture import read_capture
+from kafkalab.capture.frame_store import CaptureFileChanged
+from kafkalab.capture.streams import span_bytes, streams
+from kafkalab.pcap import TcpPcapWriter
+from kafkalab.pcap.index import packet_index, pcap_records
+from kafkalab.protocol import encode_request, encode_response
+
+
+def _heartbeat(correlation_id: int) -> tuple[bytes, bytes]:
+    body = {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None}
+    return (encode_request("Heartbeat", 3, body, correlation_id=correlation_id, client_id="c"),
+            encode_response("Heartbeat", 3, {"throttle_time_ms": 0, "error_code": 0}, correlation_id=correlation_id))
+
+
+def _write(path: Path, mss: int, exchanges: int = 4) -> list[bytes]:
+    sent = []
+    with TcpPcapWriter(path, mss=mss) as writer:
+        conn = writer.open_connection(("10.0.0.1", 40000), ("10.0.0.2", 9092), 1.0)
+        for cid in range(1, exchanges + 1):
+            request, response = _heartbeat(cid)
+            writer.send(conn, True, request, 1.0 + cid)
+            writer.send(conn, False, response, 1.1 + cid)
+            sent += [request, response]
+        writer.close(conn, 9.0)
+    return sent
+
+
+def test_frames_cut_across_segments_even_through_the_size_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "tiny-segments.pcap"
+    sent = _write(path, mss=3)                      # every size prefix is split over two segments
+    data = path.read_bytes()
+    conns, _, frames = streams(packet_index(data), data, {9092})
+    assert [c.irregular for c in conns] == [False]
+    got = [span_bytes(memoryview(data), f[6]) if len(f) == 7 else data[f[4]:f[5]] for f in frames]
+    assert got == sent
+    assert [f.raw for f in read_capture(path)] == sent
+
+
+def test_frame_bytes_are_read_back_from_an_unchanged_file_only(tmp_path: Path) -> None:
+    path = tmp_path / "capture.pcap"
+    sent = _write(path, mss=40)
+    cap = read_capture(path)
+    assert cap[2].raw == sent[1]                    # read back from the file on first use
+    with open(path, "ab") as grown:                 # the capture goes on being written: fine
+        grown.write(b"\0" * 16)
+    assert cap[3].raw == sent[2]
+    path.write_bytes(path.read_bytes()[:200])       # cut short: the bytes are gone
+    with pytest.raises(CaptureFileChanged, match="changed after it was read"):
+        cap[4].raw
+
+
+def test_bytes_lost_just_before_a_fin_make_the_connection_irregular(tmp_path: Path) -> None:
+    """The last request (fire and forget, nothing answers it) is lost; only its FIN's sequence number and the
+    peer's acknowledgement of the FIN tell: the general path reports the gap."""
+    path = tmp_path / "lost-before-fin.pcap"
+    with TcpPcapWriter(path, mss=1448) as writer:
+        conn = writer.open_connection(("10.0.0.1", 40000), ("10.0.0.2", 9092), 1.0)
+        request, response = _heartbeat(1)
+        writer.send(conn, True, request, 2.0)
+        writer.send(conn, False, response, 2.1)
+        writer.send(conn, True, _heartbeat(2)[0], 3.0)
+        writer.close(conn, 4.0)
+    data = path.read_bytes()
+    records = pcap_records(data)
+    lost = int(records.start[-4]) - 16                                    # the second request's segment
+    damaged = data[:lost] + data[int(records.start[-3]) - 16:]
+    (tmp_path / "damaged.pcap").write_bytes(damaged)
+    conns, _, frames = streams(packet_index(damaged), damaged, {9092})
+    assert conns[0].irregular and not frames
+    cap = read_capture(tmp_path / "damaged.pcap")
+    assert [f.raw for f in cap] == [request, response]
+    assert cap.connections["gaps"].tolist() == [1]
