@@ -161,3 +161,28 @@ def test_admin_describes_and_deletes_acls(broker):
     finally:
         broker.state.authorizer.allow_everyone_if_no_acl_found = True
     assert admin.describe_acls(everything, request_timeout=15).result(15)   # a super user is never refused
+
+
+def test_group_denied_to_a_real_consumer_and_described_bits(broker):
+    from kafka import KafkaConsumer
+    from kafka.errors import GroupAuthorizationFailedError
+    consumer = KafkaConsumer("open", bootstrap_servers=broker.sasl_bootstrap_servers, group_id="alice-team",
+                             security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username="bob",
+                             sasl_plain_password=USERS["bob"], enable_auto_commit=False)
+    try:
+        with pytest.raises(GroupAuthorizationFailedError):
+            for _ in range(20):
+                consumer.poll(timeout_ms=500)
+    finally:
+        consumer.close()
+    alice, bob = _sasl_client(broker, "alice"), _sasl_client(broker, "bob")
+    try:
+        mine = alice.call("DescribeGroups", 5, {"groups": ["alice-team"], "include_authorized_operations": True})
+        assert mine["groups"][0]["authorized_operations"] == (1 << OP["READ"]) | (1 << OP["DESCRIBE"])
+        theirs = bob.call("DescribeGroups", 5, {"groups": ["alice-team"], "include_authorized_operations": True})
+        assert theirs["groups"][0]["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        found = bob.call("FindCoordinator", 3, {"key": "alice-team", "key_type": 0})
+        assert found["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    finally:
+        alice.close()
+        bob.close()
