@@ -35,6 +35,16 @@ def topic_name_problem(name: str | None) -> str | None:
     return None
 
 
+def topic_collision(name: str, existing) -> str | None:
+    """Kafka's rule (Topic.hasCollision): metric names turn '.' into '_', so a topic that differs from an existing
+    one only by '.' versus '_' is refused (InvalidTopicException)."""
+    key = name.replace(".", "_")
+    for other in existing:
+        if other != name and other.replace(".", "_") == key:
+            return f"Topic '{name}' collides with existing topic: {other}"
+    return None
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     host: str = "127.0.0.1"
@@ -48,6 +58,7 @@ class BrokerConfig:
     queued_max_request_bytes: int = 256 * 1024 * 1024   # request bytes in flight, all connections (<= 0: no cap)
     connections_max_idle_ms: int = 600_000     # a connection silent this long is closed (Kafka's default)
     request_receive_timeout_ms: int = 30_000   # a request must arrive whole within this (slowloris)
+    max_connections: int = 4096                # max.connections: one more is closed at once
     auto_create_topics: bool = True
     default_partitions: int = 1
     max_partitions_per_topic: int = 1000       # CreateTopics/CreatePartitions asking for more: INVALID_PARTITIONS

@@ -163,6 +163,10 @@ class ClientProtocol(asyncio.BufferedProtocol):
                                session=SaslSession(server.state.users, required=self.sasl,
                                                    host=peer[0] if peer else "*"))
         server.clients.add(self)
+        if len(server.clients) > server.config.max_connections:
+            log.warning("closing connection %d from %s: max_connections (%d) reached", self.conn.stream,
+                        self.conn.src, server.config.max_connections)
+            transport.close()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.conn.buffer.space()

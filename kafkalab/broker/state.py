@@ -9,17 +9,20 @@ the resolved values are cached per topic and the cache is dropped on every confi
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable, NamedTuple
 
-from .config import BrokerConfig, topic_name_problem
+from .config import BrokerConfig, topic_collision, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .fetch_sessions import FetchSessions
+from .groups import GroupCoordinator, GroupSettings
 from .security import ScramUsers
 from .security.authorizer import Authorizer
 from .security.quotas import ClientQuotas
-from .groups import GroupCoordinator, GroupSettings
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
+
+log = logging.getLogger("kafkalab.broker")
 
 
 class ProduceSettings(NamedTuple):
@@ -118,11 +121,14 @@ class BrokerState:
     # --- topics ---------------------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None) -> Topic:
-        problem = topic_name_problem(name)
+        problem = topic_name_problem(name) or topic_collision(name, self.store.topics)
         if problem:
             raise ValueError(problem)
         if name in self.store.topics:
             raise ValueError(f"Topic '{name}' already exists.")
+        if "." in name or "_" in name:
+            log.warning("topic %r: due to limitations in metric names, topics with a period ('.') or underscore "
+                        "('_') could collide; avoid using both", name)
         for key, value in (configs or {}).items():
             definition = TOPIC_CONFIGS.get(key)
             trouble = f"unknown topic config {key!r}" if definition is None else definition.problem(value)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from ..config import topic_name_problem
+from ..config import topic_collision, topic_name_problem
 from ..configs import TOPIC_CONFIGS
 from kafkalab.protocol import ErrorCode
 
@@ -40,6 +40,9 @@ def _problem(ctx, t: dict, duplicated: bool) -> tuple[int, str] | None:
         return INVALID_TOPIC_EXCEPTION, problem
     if name in ctx.state.store.topics:
         return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+    collision = topic_collision(name, ctx.state.store.topics)
+    if collision:
+        return INVALID_TOPIC_EXCEPTION, collision
     count, factor = t.get("num_partitions", -1), t.get("replication_factor", -1)
     if len(t.get("assignments") or ()) > ctx.state.config.max_partitions_per_topic:
         return INVALID_PARTITIONS, partitions_above_limit(ctx, len(t["assignments"]))

@@ -15,7 +15,7 @@ import uuid
 
 from kafkalab.protocol import ErrorCode
 
-from ..config import INTERNAL_TOPICS, topic_name_problem
+from ..config import INTERNAL_TOPICS, topic_collision, topic_name_problem
 from ..security.authorizer import OMITTED_OPERATIONS
 from .base import Handler
 
@@ -60,7 +60,7 @@ def _lookup(ctx, item: dict, creations: list[int]) -> dict:
     topic = store.topic(name)
     if topic is not None:
         return _describe(ctx, topic)
-    if topic_name_problem(name):
+    if topic_name_problem(name) or topic_collision(name, store.topics):
         return _error(name, INVALID_TOPIC_EXCEPTION)
     if creations[0] > 0 and not (ctx.allowed("CREATE", "CLUSTER") or ctx.allowed("CREATE", "TOPIC", name)):
         return _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
