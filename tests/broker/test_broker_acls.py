@@ -186,3 +186,23 @@ def test_group_denied_to_a_real_consumer_and_described_bits(broker):
     finally:
         alice.close()
         bob.close()
+
+
+def test_transaction_apis_and_log_dirs_ask_the_authorizer(broker):
+    bob = _sasl_client(broker, "bob")
+    try:
+        ids = {"transactional_id": "tx-bob", "producer_id": 1, "producer_epoch": 0}
+        assert bob.call("EndTxn", 3, {**ids, "committed": True})["error_code"] == \
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert bob.call("AddOffsetsToTxn", 3, {**ids, "group_id": "g"})["error_code"] == \
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        added = bob.call("AddPartitionsToTxn", 3, {"v3_and_below_transactional_id": "tx-bob",
+                                                   "v3_and_below_producer_id": 1, "v3_and_below_producer_epoch": 0,
+                                                   "v3_and_below_topics": [{"name": "open", "partitions": [0]}]})
+        assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == \
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        broker.state.authorizer.allow_everyone_if_no_acl_found = False
+        assert bob.call("DescribeLogDirs", 4, {"topics": None})["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    finally:
+        broker.state.authorizer.allow_everyone_if_no_acl_found = True
+        bob.close()

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kafkalab.protocol import ErrorCode
+
 from ..security.authorizer import CLUSTER_NAME, OP, RESOURCE, WILDCARD
 from ..security.sasl import ANONYMOUS
 
@@ -57,6 +59,13 @@ class RequestContext:
         if delay and self.session is not None:
             self.session.mute_ms = max(self.session.mute_ms, delay)
         return delay
+
+    def transaction(self, transactional_id: str, producer_id: int, producer_epoch: int):
+        """The transaction coordinator's (metadata, error) for a producer, after the authorization Kafka asks
+        of every transactional request: WRITE on the transactional id."""
+        if not self.allowed("WRITE", "TRANSACTIONAL_ID", transactional_id or ""):
+            return None, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return self.state.transactions.lookup(transactional_id, producer_id, producer_epoch)
 
     def _who(self) -> tuple[str, str]:
         if self.session is None:
