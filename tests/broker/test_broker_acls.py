@@ -206,3 +206,26 @@ def test_transaction_apis_and_log_dirs_ask_the_authorizer(broker):
     finally:
         broker.state.authorizer.allow_everyone_if_no_acl_found = True
         bob.close()
+
+
+def test_config_partition_and_record_apis_ask_the_authorizer(broker):
+    bob = _sasl_client(broker, "bob")
+    try:
+        described = bob.call("DescribeConfigs", 4, {"resources": [
+            {"resource_type": 2, "resource_name": "hidden", "configuration_keys": None}], "include_synonyms": False,
+            "include_documentation": False})["results"][0]
+        assert described["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        altered = bob.call("IncrementalAlterConfigs", 1, {"resources": [
+            {"resource_type": 2, "resource_name": "secret", "configs": [
+                {"name": "retention.ms", "config_operation": 0, "value": "1000"}]}], "validate_only": True})
+        assert altered["responses"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        grown = bob.call("CreatePartitions", 3, {"topics": [{"name": "secret", "count": 3, "assignments": None}],
+                                                 "timeout_ms": 5000, "validate_only": True})
+        assert grown["results"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        deleted = bob.call("DeleteRecords", 2, {"topics": [{"name": "secret", "partitions": [
+            {"partition_index": 0, "offset": 0}]}], "timeout_ms": 5000})
+        assert deleted["topics"][0]["partitions"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        offsets = bob.call("OffsetDelete", 0, {"group_id": "alice-team", "topics": []})
+        assert offsets["error_code"] == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    finally:
+        bob.close()
