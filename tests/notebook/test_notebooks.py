@@ -283,7 +283,7 @@ def test_05_troubleshooting():
 def test_07_security_and_failures():
     values, elapsed, nb = run_notebook("07-security-and-failures.ipynb", """{
         "exchange": exchange, "refused": len(refused), "denial": denial, "throttles": throttles,
-        "slow_seconds": slow_seconds, "users": broker.users}""")
+        "slow_seconds": slow_seconds, "users": broker.users, "tls_values": [v.decode() for v in tls_values]}""")
     texts = [text for _, text in values["exchange"]]
     assert [kind for kind, _ in values["exchange"]] == ["request", "response", "request", "response"]
     assert texts[0].startswith("n,,n=alice,r=")
@@ -295,5 +295,6 @@ def test_07_security_and_failures():
     assert any(ms > 0 for ms in values["throttles"]) and values["slow_seconds"] >= 1.0
     assert values["users"] == {"alice": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096},
                                "bob": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096}}
+    assert values["tls_values"] == ["sealed in transit"]
     assert nb.cells[-2].cell_type == "markdown" and nb.cells[-2].source == "## Failures and personas"
     assert elapsed < TIME_LIMIT
