@@ -35,7 +35,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
     broker = Broker(host=args.host, port=args.port, data_dir=args.data_dir, node_id=args.node_id,
                     topics=dict(args.topic or []), default_partitions=args.partitions, sasl_port=args.sasl_port,
                     ssl_port=args.ssl_port, sasl_ssl_port=args.sasl_ssl_port, tls_cert=args.tls_cert,
-                    tls_key=args.tls_key, users=dict(args.user or []))
+                    tls_key=args.tls_key, users=dict(args.user or []), super_users=tuple(args.super_user or ()),
+                    allow_everyone_if_no_acl_found=not args.deny_if_no_acl, max_connections=args.max_connections)
     try:
         broker.start()
     except OSError as exc:
@@ -89,6 +90,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--sasl-ssl-port", type=int, metavar="PORT", help="also listen for SASL_SSL on PORT")
     parser.add_argument("--tls-cert", metavar="PEM", help="certificate for the TLS listeners (default: self-signed)")
     parser.add_argument("--tls-key", metavar="PEM", help="private key of --tls-cert (if not in the same file)")
+    parser.add_argument("--super-user", metavar="PRINCIPAL", action="append",
+                        help="a principal every ACL check allows, e.g. User:admin (repeatable)")
+    parser.add_argument("--deny-if-no-acl", action="store_true",
+                        help="refuse resources no ACL names (allow.everyone.if.no.acl.found=false)")
+    parser.add_argument("--max-connections", type=int, default=4096, metavar="N",
+                        help="close connections beyond N (default 4096)")
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--write-pcap", metavar="FILE", help="on exit, write the frame journal as a pcap file")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")

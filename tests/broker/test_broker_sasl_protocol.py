@@ -215,18 +215,28 @@ def test_fuzzed_exchanges_never_hurt_the_broker(broker, mechanism, tokens):
 def test_cli_sasl_listener_and_user():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     proc = subprocess.Popen([sys.executable, "-m", "kafkalab", "broker", "--port", "0", "--sasl-port", "0",
-                             "--user", "alice:alice-secret"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--user", "alice:alice-secret", "--deny-if-no-acl", "--super-user", "User:alice"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=root, env={**os.environ, "PYTHONPATH": root})
     try:
-        proc.stdout.readline()
+        plain_line = proc.stdout.readline()
         sasl_line = proc.stdout.readline()
         assert "SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)" in sasl_line
         client = RawClient(sasl_line.rsplit(" on ", 1)[1].strip())
         try:
             client.call("SaslHandshake", 1, {"mechanism": "PLAIN"})
             assert authenticate(client, b"\0alice\0alice-secret")["error_code"] == ErrorCode.NONE
+            assert client.call("CreateTopics", 7, {"topics": [{"name": "by-alice", "num_partitions": 1,
+                                                               "replication_factor": 1}], "timeout_ms": 5000}
+                               )["topics"][0]["error_code"] == ErrorCode.NONE     # a super user, though no ACL
         finally:
             client.close()
+        anonymous = RawClient(plain_line.split(" on ")[1].split()[0])
+        try:
+            assert anonymous.call("CreateTopics", 7, {"topics": [{"name": "by-anonymous", "num_partitions": 1,
+                                                                  "replication_factor": 1}], "timeout_ms": 5000}
+                                  )["topics"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        finally:
+            anonymous.close()
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(15) == 0
