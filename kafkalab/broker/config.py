@@ -70,6 +70,7 @@ class BrokerConfig:
     topic_defaults: dict[str, str] = field(default_factory=dict)
     initial_rebalance_delay_ms: int = 3_000    # group.initial.rebalance.delay.ms: a new group's first round waits
     sasl_port: int | None = None               # a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) on this port
+    sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")   # + "OAUTHBEARER" (unsecured)
     ssl_port: int | None = None                # an SSL listener (TLS, no SASL)
     sasl_ssl_port: int | None = None           # a SASL_SSL listener
     tls_cert: str | None = None                # PEM certificate for the TLS listeners; None: self-signed at start

@@ -161,7 +161,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
                                max_request_size=server.config.max_request_size, clock=time.time,
                                budget=server.budget,
                                session=SaslSession(server.state.users, required=self.sasl,
-                                                   host=peer[0] if peer else "*"))
+                                                   mechanisms=server.config.sasl_mechanisms,
+                                                   host=peer[0] if peer else "*", clock=time.time))
         server.clients.add(self)
         if len(server.clients) > server.config.max_connections:
             log.warning("closing connection %d from %s: max_connections (%d) reached", self.conn.stream,

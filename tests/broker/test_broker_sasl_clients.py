@@ -157,3 +157,19 @@ def test_kafkajs_sasl(broker):
     result = json.loads(done.stdout)
     assert result["highs"] == {"plain": ["1"], "scram-sha-256": ["2"], "scram-sha-512": ["3"]}
     assert "SASL SCRAM SHA256 authentication failed" in result["wrong"], result["wrong"]
+
+
+def test_confluent_kafka_oauthbearer_unsecured_token():
+    from confluent_kafka import Producer
+    with Broker(sasl_port=0, sasl_mechanisms=("PLAIN", "OAUTHBEARER"), topics={"t": 1}) as broker:
+        delivered = []
+        producer = Producer({"bootstrap.servers": broker.sasl_bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.config": "principal=carol",
+                             "enable.sasl.oauthbearer.unsecure.jwt": True, "message.timeout.ms": 15000})
+        producer.produce("t", b"bearer", on_delivery=lambda err, msg: delivered.append(err))
+        producer.flush(20)
+        assert delivered == [None]
+        broker.add_acl("User:dave", "WRITE", "TOPIC", "t")     # now only dave may write: carol's token is refused
+        producer.produce("t", b"again", on_delivery=lambda err, msg: delivered.append(err))
+        producer.flush(20)
+        assert delivered[1].name() == "TOPIC_AUTHORIZATION_FAILED"

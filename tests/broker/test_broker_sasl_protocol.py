@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import os
 import signal
 import struct
@@ -240,3 +241,30 @@ def test_cli_sasl_listener_and_user():
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(15) == 0
+
+
+def _jwt(header: dict, claims: dict, signature: str = "") -> str:
+    def part(d):
+        return base64.urlsafe_b64encode(json.dumps(d).encode()).decode().rstrip("=")
+    return f"{part(header)}.{part(claims)}.{signature}"
+
+
+@pytest.mark.parametrize("token, accepted", [
+    (_jwt({"alg": "none"}, {"sub": "carol", "exp": 4_000_000_000}), True),
+    (_jwt({"alg": "none"}, {"sub": "carol", "exp": 1_000_000_000}), False),          # expired
+    (_jwt({"alg": "HS256"}, {"sub": "carol"}, "c2ln"), False),                       # signed: not unsecured
+    (_jwt({"alg": "none"}, {"exp": 4_000_000_000}), False),                           # no subject
+    ("not-a-jwt", False)])
+def test_oauthbearer_unsecured_tokens(token, accepted):
+    with Broker(sasl_port=0, sasl_mechanisms=("OAUTHBEARER",)) as broker:
+        client = RawClient(broker.sasl_bootstrap_servers)
+        try:
+            assert client.call("SaslHandshake", 1, {"mechanism": "OAUTHBEARER"})["mechanisms"] == ["OAUTHBEARER"]
+            answer = authenticate(client, f"n,,\x01auth=Bearer {token}\x01\x01".encode())
+            assert (answer["error_code"] == ErrorCode.NONE) is accepted
+            if accepted:
+                assert client.call("Metadata", 12, {"topics": None})["cluster_id"]
+            else:
+                assert client.is_closed()
+        finally:
+            client.close()

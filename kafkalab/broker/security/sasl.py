@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from kafkalab.protocol import ApiKey, ErrorCode
 
+from .oauthbearer import OAuthBearerExchange
 from .scram import HASHES, ScramError, ScramServer
 
 MECHANISMS = ("PLAIN", *HASHES)
@@ -51,8 +52,9 @@ class PlainExchange:
 
 
 class SaslSession:
-    def __init__(self, users, required: bool = True, mechanisms=MECHANISMS, host: str = "*") -> None:
+    def __init__(self, users, required: bool = True, mechanisms=MECHANISMS, host: str = "*", clock=None) -> None:
         self.users, self.required, self.enabled, self.host = users, required, tuple(mechanisms), host
+        self.clock = clock             # wall-clock seconds (OAUTHBEARER's token expiry); None: not checked
         self.principal: str | None = None if required else ANONYMOUS
         self.mechanism: str | None = None
         self.unframed = False          # KIP-43: after SaslHandshake v0, tokens travel without a request header
@@ -75,8 +77,9 @@ class SaslSession:
         if mechanism not in self.enabled:
             return ErrorCode.UNSUPPORTED_SASL_MECHANISM
         self.mechanism = mechanism
-        self._exchange = PlainExchange(self.users) if mechanism == "PLAIN" else ScramServer(mechanism,
-                                                                                              self.users.lookup)
+        self._exchange = (PlainExchange(self.users) if mechanism == "PLAIN" else
+                          OAuthBearerExchange(self.clock) if mechanism == "OAUTHBEARER" else
+                          ScramServer(mechanism, self.users.lookup))
         self.unframed = api_version == 0
         return ErrorCode.NONE
 
