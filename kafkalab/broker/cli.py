@@ -10,6 +10,9 @@ import signal
 import sys
 import threading
 
+from .scram_cli import add_parser as add_scram_users_parser
+from .scram_cli import parse_user
+
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
@@ -18,13 +21,6 @@ def _topic(text: str) -> tuple[str, int | None]:
     if count and not count.isdigit():
         raise argparse.ArgumentTypeError("expected NAME or NAME:PARTITIONS, e.g. orders:3")
     return name, int(count) if count else None
-
-
-def _user(text: str) -> tuple[str, str]:
-    name, sep, password = text.partition(":")
-    if not sep or not name or not password:
-        raise argparse.ArgumentTypeError("expected NAME:PASSWORD, e.g. alice:alice-secret")
-    return name, password
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -84,7 +80,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--partitions", type=int, default=1, help="partitions of auto-created topics")
     parser.add_argument("--sasl-port", type=int, metavar="PORT",
                         help="also listen for SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) on PORT (0 picks one)")
-    parser.add_argument("--user", metavar="NAME:PASSWORD", type=_user, action="append",
+    parser.add_argument("--user", metavar="NAME:PASSWORD", type=parse_user, action="append",
                         help="a SASL user (repeatable); only salted SCRAM credentials are kept")
     parser.add_argument("--ssl-port", type=int, metavar="PORT", help="also listen for SSL (TLS) on PORT")
     parser.add_argument("--sasl-ssl-port", type=int, metavar="PORT", help="also listen for SASL_SSL on PORT")
@@ -100,4 +96,5 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--write-pcap", metavar="FILE", help="on exit, write the frame journal as a pcap file")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.set_defaults(func=cmd_broker)
+    add_scram_users_parser(subparsers)
     return parser

@@ -268,3 +268,24 @@ def test_oauthbearer_unsecured_tokens(token, accepted):
                 assert client.is_closed()
         finally:
             client.close()
+
+
+def test_cli_manages_users_of_a_running_broker(broker):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    def scram_users(*args) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kafkalab", "users", "--bootstrap", broker.bootstrap_servers,
+                               *args], capture_output=True, text=True, timeout=60, cwd=root,
+                              env={**os.environ, "PYTHONPATH": root})
+    added = scram_users("--set", "dora:dora-secret", "--mechanism", "SCRAM-SHA-512", "--iterations", "8192")
+    assert added.returncode == 0, added.stderr
+    assert "dora: SCRAM-SHA-512 (8192 iterations)" in added.stdout.splitlines()
+    client, scram = RawClient(broker.sasl_bootstrap_servers), ScramClient("SCRAM-SHA-512", "dora", "dora-secret")
+    try:
+        client.call("SaslHandshake", 1, {"mechanism": "SCRAM-SHA-512"})
+        final = authenticate(client, scram.final(authenticate(client, scram.first())["auth_bytes"]))
+        assert final["error_code"] == ErrorCode.NONE and scram.verify(final["auth_bytes"])
+    finally:
+        client.close()
+    removed = scram_users("--delete", "dora")
+    assert removed.returncode == 0 and "dora" not in removed.stdout and "dora" not in broker.users

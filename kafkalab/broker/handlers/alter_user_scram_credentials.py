@@ -3,7 +3,7 @@
 The client salts: an upsertion carries (salt, iterations, salted password) and the broker keeps StoredKey and
 ServerKey derived from it. Kafka's checks: an unknown mechanism is UNSUPPORTED_SASL_MECHANISM, iterations outside
 4096..16384 UNACCEPTABLE_CREDENTIAL, an empty user name UNACCEPTABLE_CREDENTIAL, deleting what is not there
-RESOURCE_NOT_FOUND, and a user altered twice in one request DUPLICATE_RESOURCE. Needs ALTER on the cluster.
+RESOURCE_NOT_FOUND, and the same (user, mechanism) twice in one request DUPLICATE_RESOURCE. One result per user. Needs ALTER on the cluster.
 """
 from __future__ import annotations
 
@@ -37,11 +37,12 @@ def _apply(users, change: dict, upsert: bool) -> tuple[int, str | None]:
 
 def handle(ctx, body: dict) -> dict:
     changes = [(c, False) for c in body.get("deletions") or []] + [(c, True) for c in body.get("upsertions") or []]
-    counts = Counter(c["name"] for c, _ in changes)
+    counts = Counter((c["name"], c["mechanism"]) for c, _ in changes)
+    duplicated = {name for (name, _), n in counts.items() if n > 1}
     results: dict[str, dict] = {}
     for change, upsert in changes:
         name = change["name"]
-        if counts[name] > 1:
+        if name in duplicated:
             results[name] = _error(name, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice "
                                    "in the same request")
             continue
@@ -49,7 +50,8 @@ def handle(ctx, body: dict) -> dict:
             results[name] = _error(name, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
             continue
         code, message = _apply(ctx.state.users, change, upsert)
-        results[name] = _error(name, code, message)
+        if not results.get(name, {}).get("error_code"):     # one answer per user: its first failure stands
+            results[name] = _error(name, code, message)
     return {"throttle_time_ms": 0, "results": list(results.values())}
 
 
