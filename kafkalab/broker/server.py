@@ -206,7 +206,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
         """Close this connection if it sat idle too long or a request of it has been arriving too long."""
         if self.transport.is_closing():
             return
-        if self.receiving_since is not None and "memory" not in self.paused and now - self.receiving_since > receive:
+        if self.receiving_since is not None and not self.paused & {"memory", "throttle"} \
+                and now - self.receiving_since > receive:         # a muted client is not slow: we are not reading
             self._close(f"closing connection {self.conn.stream} from {self.conn.src}: a request did not arrive "
                         f"whole within {receive:g} s")
         elif self.waiting is None and not self.backlog and not self.conn.buffer.partial \
@@ -349,6 +350,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
         return True
 
     def _unmute(self) -> None:
+        if self.receiving_since is not None:
+            self.receiving_since = time.monotonic()  # the mute was ours: the request's deadline restarts
         self._resume("throttle")
         if not self.transport.is_closing():
             self._drain()
