@@ -7,6 +7,7 @@
     kafkalab stats CAPTURE                 per-API counts, latencies, errors, topics, client versions
     kafkalab sniff -i IFACE [-w OUT.pcap]  live Kafka traffic from a network interface (Linux, root)
     kafkalab broker [--port 9092]          the broker in the foreground
+    kafkalab users --bootstrap HOST:PORT   a running broker's SCRAM users: list, --set NAME:PASSWORD, --delete
 
 Data goes to stdout, problems to stderr, each as one line that says what is wrong and what to do. Exit
 codes: 0 ok; 1 a problem in the input's contents (a malformed frame, a damaged capture); 2 the command

@@ -10,6 +10,9 @@ import signal
 import sys
 import threading
 
+from .scram_cli import add_parser as add_scram_users_parser
+from .scram_cli import parse_user
+
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
@@ -35,13 +38,22 @@ def cmd_broker(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     broker = Broker(host=args.host, port=args.port, data_dir=args.data_dir, node_id=args.node_id,
                     topics=dict(args.topic or []), default_partitions=args.partitions, nodes=args.nodes,
-                    emulate=args.emulate)
+                    emulate=args.emulate, sasl_port=args.sasl_port,
+                    ssl_port=args.ssl_port, sasl_ssl_port=args.sasl_ssl_port, tls_cert=args.tls_cert,
+                    tls_key=args.tls_key, users=dict(args.user or []), super_users=tuple(args.super_user or ()),
+                    allow_everyone_if_no_acl_found=not args.deny_if_no_acl, max_connections=args.max_connections)
     try:
         broker.start()
     except OSError as exc:
         print(f"kafkalab: {_listen_problem(exc, args.host, args.port)}", file=sys.stderr)
         return EXIT_USAGE
     print(f"kafkalab broker listening on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
+    for protocol in ("SASL_PLAINTEXT", "SSL", "SASL_SSL"):
+        if protocol in broker.config.listener_ports():
+            sasl = " (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)" if protocol.startswith("SASL") else ""
+            print(f"{protocol}{sasl} on {broker.listener(protocol)}", flush=True)
+    if broker.config.ssl_port is not None or broker.config.sasl_ssl_port is not None:
+        print(f"TLS clients trust the CA file {broker.ca_file}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())      # `kill`, systemd, docker stop: a clean shutdown
     try:
@@ -75,6 +87,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--topic", metavar="NAME:PARTITIONS", type=_topic, action="append",
                         help="create a topic at start (repeatable)")
     parser.add_argument("--partitions", type=int, default=1, help="partitions of auto-created topics")
+    parser.add_argument("--sasl-port", type=int, metavar="PORT",
+                        help="also listen for SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) on PORT (0 picks one)")
+    parser.add_argument("--user", metavar="NAME:PASSWORD", type=parse_user, action="append",
+                        help="a SASL user (repeatable); only salted SCRAM credentials are kept")
+    parser.add_argument("--ssl-port", type=int, metavar="PORT", help="also listen for SSL (TLS) on PORT")
+    parser.add_argument("--sasl-ssl-port", type=int, metavar="PORT", help="also listen for SASL_SSL on PORT")
+    parser.add_argument("--tls-cert", metavar="PEM", help="certificate for the TLS listeners (default: self-signed)")
+    parser.add_argument("--tls-key", metavar="PEM", help="private key of --tls-cert (if not in the same file)")
+    parser.add_argument("--super-user", metavar="PRINCIPAL", action="append",
+                        help="a principal every ACL check allows, e.g. User:admin (repeatable)")
+    parser.add_argument("--deny-if-no-acl", action="store_true",
+                        help="refuse resources no ACL names (allow.everyone.if.no.acl.found=false)")
+    parser.add_argument("--max-connections", type=int, default=4096, metavar="N",
+                        help="close connections beyond N (default 4096)")
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--nodes", type=int, default=1,
                         help="run a cluster of N nodes in one process, on ports PORT..PORT+N-1 (default 1)")
@@ -83,4 +109,5 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--write-pcap", metavar="FILE", help="on exit, write the frame journal as a pcap file")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.set_defaults(func=cmd_broker)
+    add_scram_users_parser(subparsers)
     return parser

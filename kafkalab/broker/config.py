@@ -35,6 +35,16 @@ def topic_name_problem(name: str | None) -> str | None:
     return None
 
 
+def topic_collision(name: str, existing) -> str | None:
+    """Kafka's rule (Topic.hasCollision): metric names turn '.' into '_', so a topic that differs from an existing
+    one only by '.' versus '_' is refused (InvalidTopicException)."""
+    key = name.replace(".", "_")
+    for other in existing:
+        if other != name and other.replace(".", "_") == key:
+            return f"Topic '{name}' collides with existing topic: {other}"
+    return None
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     host: str = "127.0.0.1"
@@ -48,6 +58,7 @@ class BrokerConfig:
     queued_max_request_bytes: int = 256 * 1024 * 1024   # request bytes in flight, all connections (<= 0: no cap)
     connections_max_idle_ms: int = 600_000     # a connection silent this long is closed (Kafka's default)
     request_receive_timeout_ms: int = 30_000   # a request must arrive whole within this (slowloris)
+    max_connections: int = 4096                # max.connections: one more is closed at once
     auto_create_topics: bool = True
     default_partitions: int = 1
     max_partitions_per_topic: int = 1000       # CreateTopics/CreatePartitions asking for more: INVALID_PARTITIONS
@@ -60,3 +71,17 @@ class BrokerConfig:
     initial_rebalance_delay_ms: int = 3_000    # group.initial.rebalance.delay.ms: a new group's first round waits
     nodes: int = 1                             # cluster nodes in this process, one listener each
     emulate: str | None = None                 # a Kafka release whose API ranges to serve ("2.8"), see personas
+    sasl_port: int | None = None               # a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) on this port
+    sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")   # + "OAUTHBEARER" (unsecured)
+    ssl_port: int | None = None                # an SSL listener (TLS, no SASL)
+    sasl_ssl_port: int | None = None           # a SASL_SSL listener
+    tls_cert: str | None = None                # PEM certificate for the TLS listeners; None: self-signed at start
+    tls_key: str | None = None
+    super_users: tuple[str, ...] = ()          # principals ("User:admin") every ACL check allows
+    allow_everyone_if_no_acl_found: bool = True   # allow.everyone.if.no.acl.found: a resource no ACL names is open
+
+    def listener_ports(self) -> dict[str, int]:
+        """{security protocol: port} of every listener asked for, PLAINTEXT first."""
+        asked = {"PLAINTEXT": self.port, "SASL_PLAINTEXT": self.sasl_port, "SSL": self.ssl_port,
+                 "SASL_SSL": self.sasl_ssl_port}
+        return {protocol: port for protocol, port in asked.items() if port is not None}

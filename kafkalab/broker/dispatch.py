@@ -27,6 +27,7 @@ from kafkalab.protocol.schema.registry import api_spec, message_spec
 
 from .handlers import Offload, RequestContext, Wait
 from .handlers.api_versions import advertised
+from .security import SaslFailure
 
 log = logging.getLogger("kafkalab.broker")
 
@@ -182,7 +183,7 @@ class ReceiveBuffer:
 class Connection:
     def __init__(self, state, registry, journal, *, stream: int, src: str, dst: str, local_host: str = "",
                  local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None,
-                 budget: MemoryBudget | None = None, node_id: int = 0, intercept=None) -> None:
+                 budget: MemoryBudget | None = None, node_id: int = 0, intercept=None, session=None) -> None:
         self.clock = clock or (lambda: 0.0)     # wall-clock seconds, supplied by the I/O adapter
         self.node_id = node_id                  # the cluster node whose listener accepted this connection
         # The interception hook (the lab controls): ``before_handler(conn, pending, request)`` once a request
@@ -193,6 +194,12 @@ class Connection:
         self.stream, self.src, self.dst = stream, src, dst
         self.local_host, self.local_port = local_host, local_port
         self.buffer = ReceiveBuffer(max_request_size, budget)
+        self.session = session                  # security.SaslSession: None on a listener with no security
+
+    @property
+    def closing(self) -> str | None:
+        """Why the connection must close once its last answer is sent (a failed SASL exchange), or None."""
+        return self.session.failure if self.session is not None else None
 
     def feed(self, data: bytes) -> list[bytes]:
         """Frames completed by ``data`` (for adapters that receive bytes objects rather than into ``buffer``)."""
@@ -209,6 +216,10 @@ class Connection:
 
     def handle(self, frame: bytes, ts: float, now_ms: int) -> bytes | Pending | None:
         """The response frame, a Pending to finish later, or None (no response, e.g. acks=0)."""
+        if self.session is not None and not self.session.authenticated:
+            unframed = self.security_gate(frame)
+            if unframed is not None:
+                return unframed
         if len(frame) < 12:
             raise CloseConnection(f"frame of {len(frame)} bytes is too short for a request header")
         api_key, api_version, correlation_id = _HEADER.unpack_from(frame, 4)
@@ -227,7 +238,8 @@ class Connection:
             raise CloseConnection(f"undecodable {handler_name(api_key)} v{api_version} request: {exc}") from None
         entry.client_id = request.client_id
         ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
-                             now_ms, self.local_host, self.local_port, self.stream, self.src)
+                             now_ms, self.local_host, self.local_port, self.stream, self.src,
+                             session=self.session)
         if self.intercept is not None:
             self.intercept.before_handler(self, pending, request)
         return self._outcome(pending, lambda: handler.handle(ctx, request.body))
@@ -252,6 +264,22 @@ class Connection:
             pending.offload = result
             return pending
         return self.respond(pending, result, self.clock())
+
+    def security_gate(self, frame: bytes) -> bytes | None:
+        """The security hook, for a connection not yet authenticated: after SaslHandshake v0 the SASL tokens
+        come as bare size-prefixed frames (KIP-43) and are answered the same way; any other request must be one
+        of ApiVersions, SaslHandshake, SaslAuthenticate, or the connection closes (as Kafka does)."""
+        session = self.session
+        if session.unframed:
+            try:
+                token = session.authenticate(frame[4:])
+            except SaslFailure as exc:
+                raise CloseConnection(f"SASL authentication failed: {exc}") from None
+            return len(token).to_bytes(4, "big") + token      # the size prefix, no header (KIP-43)
+        api_key = int.from_bytes(frame[4:6], "big", signed=True) if len(frame) >= 6 else None
+        if api_key is not None and not session.admits(api_key):
+            raise CloseConnection(f"{handler_name(api_key)} request before SASL authentication")
+        return None
 
     def respond(self, pending: Pending, body: dict, ts: float, api_version: int | None = None):
         """The response frame, journaled; or, for an exchange the interception hook planned, what it returns

@@ -49,7 +49,7 @@ class Broker:
                  cluster_id: str = DEFAULT_CLUSTER_ID, journal_size: int = 10_000,
                  max_request_size: int = DEFAULT_MAX_REQUEST_SIZE, auto_create_topics: bool = True,
                  default_partitions: int = 1, topics: dict | Iterable | None = None, nodes: int = 1,
-                 emulate: str | None = None, **options) -> None:
+                 emulate: str | None = None, users: dict[str, str] | None = None, **options) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, not {nodes}")
         self.config = BrokerConfig(host=host, port=port, data_dir=None if data_dir is None else str(data_dir),
@@ -61,10 +61,12 @@ class Broker:
         self.faults = Faults()
         self._holds: list[Hold] = []
         self._initial_topics = parse_topics(topics)
+        self._initial_users = dict(users or {})     # salted into SCRAM credentials at start, then forgotten
         self.journal_ring = Journal(journal_size, self.config.journal_bytes)
         self.state: BrokerState | None = None
         self._loop = None
         self._server = None
+        self._tls = None
         self.address: tuple[str, int] | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------------------
@@ -79,18 +81,31 @@ class Broker:
         for name, count in self._initial_topics.items():
             if name not in self.state.store.topics:
                 self.state.create_topic(name, count)
+        for user, password in self._initial_users.items():
+            self.state.users.set_password(user, password)
+        self._initial_users.clear()
         self._loop = LoopThread(f"kafkalab-broker-{self.config.node_id}")
-        controls = LabControls(self.state, self.faults, self._holds, self.state.cluster)
-        self._server = Server(self.state, self.registry, self.journal_ring, self.config, controls)
         try:
+            self._tls = self._tls_files()
+            controls = LabControls(self.state, self.faults, self._holds, self.state.cluster)
+            self._server = Server(self.state, self.registry, self.journal_ring, self.config, controls, self._tls)
             self.address = self._loop.run(self._server.start())
         except BaseException:
             self._loop.stop()
             self._loop = None
             self.state.close()
+            if self._tls is not None:
+                self._tls.cleanup()
             raise
         self.state.set_listener(*self.address)
         return self
+
+    def _tls_files(self):
+        config = self.config
+        if config.ssl_port is None and config.sasl_ssl_port is None:
+            return None
+        from .tls import TlsFiles
+        return TlsFiles(config.tls_cert, config.tls_key, config.data_dir, config.host)
 
     def stop(self) -> None:
         if self._loop is None:
@@ -101,6 +116,8 @@ class Broker:
             self._loop.stop()
             self._loop = None
             self.state.close()
+            if self._tls is not None:
+                self._tls.cleanup()
             log.info("broker %d stopped", self.config.node_id)
 
     def __enter__(self) -> Broker:
@@ -124,6 +141,69 @@ class Broker:
     def node_addresses(self) -> dict[int, tuple[str, int]]:
         """{node id: (host, port)} of the listening nodes."""
         return dict(self.state.cluster.endpoints) if self.address else {}
+
+    def listener(self, protocol: str) -> str:
+        """The bootstrap address of the listener for a security protocol: PLAINTEXT, SASL_PLAINTEXT, SSL or
+        SASL_SSL (started with ``port``, ``sasl_port``, ``ssl_port``, ``sasl_ssl_port``; 0 picks a free port)."""
+        if self._server is None or protocol not in self._server.listeners:
+            raise RuntimeError(f"the broker has no {protocol} listener (see Broker's *_port arguments)")
+        host, port = self._server.listeners[protocol]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        return self.listener("SASL_PLAINTEXT")
+
+    @property
+    def ca_file(self) -> str:
+        """The PEM file clients of the SSL/SASL_SSL listeners trust (the self-signed certificate itself)."""
+        if self._tls is None:
+            raise RuntimeError("the broker has no TLS listener: start it with ssl_port= or sasl_ssl_port=")
+        return self._tls.certfile
+
+    # --- users (SCRAM credentials; PLAIN is checked against them) ---------------------------------------------
+
+    def set_user(self, name: str, password: str) -> None:
+        """Create or change a user: SCRAM-SHA-256 and SCRAM-SHA-512 credentials, salted; no password kept."""
+        if self.state is None:
+            self._initial_users[name] = password
+            return
+        self._on_loop(self.state.users.set_password, name, password)
+
+    def delete_user(self, name: str) -> None:
+        if self.state is None:
+            self._initial_users.pop(name, None)
+            return
+        self._on_loop(lambda: [self.state.users.delete(name, m) for m in list(self.state.users.mechanisms(name))])
+
+    @property
+    def users(self) -> dict[str, dict[str, int]]:
+        """{user: {mechanism: iterations}}, as DescribeUserScramCredentials shows them."""
+        if self.state is None:
+            return {}
+        return self._on_loop(lambda: {u: self.state.users.mechanisms(u) for u in self.state.users.names()})
+
+    # --- quotas and ACLs -----------------------------------------------------------------------------------
+
+    def set_quota(self, *, user: str | None = None, client_id: str | None = None, **values: float) -> None:
+        """Set byte-rate quotas (``producer_byte_rate=``, ``consumer_byte_rate=``, bytes per second) for a user, a
+        client id, or both, as AlterClientQuotas does; ``user=""``/``client_id=""`` is the default entity."""
+        entity = tuple((kind, name or None) for kind, name in (("user", user), ("client-id", client_id))
+                       if name is not None)
+        ops = [{"key": key, "value": value, "remove": False} for key, value in values.items()]
+        code, message = self._on_loop(self.state.quotas.alter, entity, ops)
+        if code:
+            raise ValueError(message)
+
+    def add_acl(self, principal: str, operation: str, resource_type: str, name: str, *, pattern: str = "LITERAL",
+                permission: str = "ALLOW", host: str = "*") -> None:
+        """Add an ACL binding, e.g. ``add_acl("User:alice", "READ", "TOPIC", "orders")`` (what CreateAcls does)."""
+        from .security.authorizer import OP, PATTERN, PERMISSION, RESOURCE, AclBinding
+        binding = AclBinding(RESOURCE[resource_type], name, PATTERN[pattern], principal, host, OP[operation],
+                             PERMISSION[permission])
+        problem = self._on_loop(self.state.authorizer.add, binding)
+        if problem:
+            raise ValueError(problem)
 
     @property
     def port(self) -> int:

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .controls.intercept import Parked
 from .dispatch import CloseConnection, Connection, MemoryBudget, Pending
+from .security import SaslSession
 
 log = logging.getLogger("kafkalab.broker")
 JOIN_BELOW = 1 << 20        # answers of one read smaller than this go out joined, in one write
@@ -50,17 +51,22 @@ def _endpoint(address) -> str:
 
 
 class Server:
-    """One asyncio server with a listener per cluster node (``config.nodes``); every connection knows which
-    node's listener accepted it. ``controls`` is the dispatcher's interception hook (the lab controls)."""
+    """One asyncio server with a listener per cluster node (``config.nodes``) and, on the first node, one per
+    extra security protocol asked for (SASL_PLAINTEXT, SSL, SASL_SSL); every connection knows which node's
+    listener accepted it and whether it must authenticate. ``controls`` is the dispatcher's interception hook
+    (the lab controls); ``tls`` the certificate files of the TLS listeners."""
 
-    def __init__(self, state, registry, journal, config, controls=None) -> None:
+    def __init__(self, state, registry, journal, config, controls=None, tls=None) -> None:
         self.state, self.registry, self.journal, self.config = state, registry, journal, config
         self.controls = controls
+        self.tls = tls                           # tls.TlsFiles for the SSL and SASL_SSL listeners
         self._servers: list[asyncio.base_events.Server] = []
         self.clients: set[ClientProtocol] = set()
         self.appended: asyncio.Event | None = None
         self._streams = 0
         self.address: tuple[str, int] = ("", 0)
+        self.listeners: dict[str, tuple[str, int]] = {}    # security protocol -> bound address
+        self._servers: list[asyncio.base_events.Server] = []
         self._ticker: asyncio.TimerHandle | None = None
         self.budget = MemoryBudget(config.queued_max_request_bytes)
         self._sweeper: asyncio.Task | None = None
@@ -73,16 +79,30 @@ class Server:
         self.state.append_listeners.append(self._on_append)
         for i, node_id in enumerate(self.state.cluster.node_ids):
             port = self.config.port + i if self.config.port else 0
-            server = await loop.create_server(lambda node=node_id: ClientProtocol(self, node), self.config.host,
-                                              port, backlog=1024)
-            self._servers.append(server)
-            sockname = server.sockets[0].getsockname()
-            self.state.cluster.endpoints[node_id] = (sockname[0], sockname[1])
-            log.info("broker %d listening on %s", node_id, _endpoint(sockname))
-        self.address = self.state.cluster.endpoints[self.state.node_id]
+            address = await self._listen("PLAINTEXT", port, node_id)
+            self.state.cluster.endpoints[node_id] = address
+        self.address = self.listeners["PLAINTEXT"] = self.state.cluster.endpoints[self.state.node_id]
+        for protocol, port in self.config.listener_ports().items():
+            if protocol != "PLAINTEXT":
+                await self._listen(protocol, port, self.state.node_id)
         self._sweeper = loop.create_task(self._sweep())
         self._tick()
         return self.address
+
+    async def _listen(self, protocol: str, port: int, node_id: int) -> tuple[str, int]:
+        """Open one listener of node ``node_id``; connections on it speak ``protocol`` (PLAINTEXT,
+        SASL_PLAINTEXT, SSL, SASL_SSL)."""
+        loop = asyncio.get_running_loop()
+        sasl = protocol.startswith("SASL_")
+        tls = self.tls.server_context() if protocol.endswith("SSL") else None
+        server = await loop.create_server(lambda: ClientProtocol(self, node_id, sasl), self.config.host, port,
+                                          backlog=1024, ssl=tls)
+        self._servers.append(server)
+        sockname = server.sockets[0].getsockname()
+        if protocol != "PLAINTEXT":
+            self.listeners[protocol] = (sockname[0], sockname[1])
+        log.info("broker %d listening on %s (%s)", node_id, _endpoint(sockname), protocol)
+        return (sockname[0], sockname[1])
 
     def _tick(self) -> None:
         try:
@@ -134,8 +154,8 @@ class Server:
 class ClientProtocol(asyncio.BufferedProtocol):
     """One client connection: bytes in through the receive buffer, frames handled in order, answers out."""
 
-    def __init__(self, server: Server, node_id: int) -> None:
-        self.server, self.node_id = server, node_id
+    def __init__(self, server: Server, node_id: int, sasl: bool = False) -> None:
+        self.server, self.node_id, self.sasl = server, node_id, sasl
         self.transport: asyncio.Transport | None = None
         self.conn: Connection | None = None
         self.backlog: deque[bytes] = deque()     # frames received behind a long poll
@@ -155,8 +175,15 @@ class ClientProtocol(asyncio.BufferedProtocol):
                                src=_endpoint(peer), dst=_endpoint(local), local_host=local[0] if local else "",
                                local_port=local[1] if local else 0,
                                max_request_size=server.config.max_request_size, clock=time.time,
-                               budget=server.budget, node_id=self.node_id, intercept=server.controls)
+                               budget=server.budget, node_id=self.node_id, intercept=server.controls,
+                               session=SaslSession(server.state.users, required=self.sasl,
+                                                   mechanisms=server.config.sasl_mechanisms,
+                                                   host=peer[0] if peer else "*", clock=time.time))
         server.clients.add(self)
+        if len(server.clients) > server.config.max_connections:
+            log.warning("closing connection %d from %s: max_connections (%d) reached", self.conn.stream,
+                        self.conn.src, server.config.max_connections)
+            transport.close()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.conn.buffer.space()
@@ -195,7 +222,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
         """Close this connection if it sat idle too long or a request of it has been arriving too long."""
         if self.transport.is_closing():
             return
-        if self.receiving_since is not None and "memory" not in self.paused and now - self.receiving_since > receive:
+        if self.receiving_since is not None and not self.paused & {"memory", "throttle"} \
+                and now - self.receiving_since > receive:         # a muted client is not slow: we are not reading
             self._close(f"closing connection {self.conn.stream} from {self.conn.src}: a request did not arrive "
                         f"whole within {receive:g} s")
         elif self.waiting is None and not self.backlog and not self.conn.buffer.partial \
@@ -234,7 +262,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
         out: list[bytes] = []
         size = 0
         try:
-            while self.backlog and self.waiting is None and "write" not in self.paused:
+            while self.backlog and self.waiting is None and not self.paused & {"write", "throttle"}:
                 frame = self.backlog.popleft()
                 self.backlog_bytes -= len(frame)
                 try:
@@ -247,6 +275,10 @@ class ClientProtocol(asyncio.BufferedProtocol):
                 elif answer is not None:
                     out.append(answer)
                     size += len(answer)
+                    if self.conn.closing:
+                        raise CloseConnection(self.conn.closing)
+                    if self._throttled():
+                        break
                     if size >= JOIN_BELOW:
                         self._write(out)
                         out, size = [], 0
@@ -293,7 +325,8 @@ class ClientProtocol(asyncio.BufferedProtocol):
         self.waiting = None
         if answer is not None:
             self._write([answer])
-        self._drain()
+        if not self._throttled():
+            self._drain()
 
     async def _complete(self, pending: Pending | Parked, event: asyncio.Event) -> bytes | None:
         """Offloaded work runs on the server's worker threads (the loop keeps serving other clients
@@ -336,6 +369,24 @@ class ClientProtocol(asyncio.BufferedProtocol):
             body = pending.wait.attempt(_now_ms(), loop.time() >= deadline)
             if body is not None:
                 return self.conn.respond(pending, body, time.time())
+
+    def _throttled(self) -> bool:
+        """KIP-219: an answer carrying throttle_time_ms has gone out at once; now the channel is muted (no
+        reading, no handling) for that long, then resumes."""
+        session = self.conn.session
+        if session is None or not session.mute_ms:
+            return False
+        delay, session.mute_ms = session.mute_ms, 0
+        self._pause("throttle")
+        asyncio.get_running_loop().call_later(delay / 1000.0, self._unmute)
+        return True
+
+    def _unmute(self) -> None:
+        if self.receiving_since is not None:
+            self.receiving_since = time.monotonic()  # the mute was ours: the request's deadline restarts
+        self._resume("throttle")
+        if not self.transport.is_closing():
+            self._drain()
 
     # --- lifecycle ------------------------------------------------------------------------------------------
 

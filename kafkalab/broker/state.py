@@ -9,16 +9,22 @@ the resolved values are cached per topic and the cache is dropped on every confi
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable, NamedTuple
 
-from .config import BrokerConfig, topic_name_problem
+from .config import BrokerConfig, topic_collision, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
 from .controls.cluster import Cluster
 from .fetch_sessions import FetchSessions
 from .groups import GroupCoordinator, GroupSettings
 from .share import ShareGroups
+from .security import ScramUsers
+from .security.authorizer import Authorizer
+from .security.quotas import ClientQuotas
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
+
+log = logging.getLogger("kafkalab.broker")
 
 
 class ProduceSettings(NamedTuple):
@@ -51,6 +57,9 @@ class BrokerState:
         settings = GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms)
         self.groups = GroupCoordinator(self.store, settings, notify=self.appended)
         self.share_groups = ShareGroups()
+        self.users = ScramUsers()             # SCRAM credentials (SASL listeners, *UserScramCredentials)
+        self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
+        self.quotas = ClientQuotas()
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""
@@ -126,11 +135,14 @@ class BrokerState:
     # --- topics ---------------------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None) -> Topic:
-        problem = topic_name_problem(name)
+        problem = topic_name_problem(name) or topic_collision(name, self.store.topics)
         if problem:
             raise ValueError(problem)
         if name in self.store.topics:
             raise ValueError(f"Topic '{name}' already exists.")
+        if "." in name or "_" in name:
+            log.warning("topic %r: due to limitations in metric names, topics with a period ('.') or underscore "
+                        "('_') could collide; avoid using both", name)
         for key, value in (configs or {}).items():
             definition = TOPIC_CONFIGS.get(key)
             trouble = f"unknown topic config {key!r}" if definition is None else definition.problem(value)

@@ -22,7 +22,8 @@ NOTEBOOKS = REPO / "notebooks"
 CAPTURES = REPO / "captures"
 TIME_LIMIT = 60.0          # seconds per notebook, kernel start included
 EXPECTED = ["01-wire-format-by-hand.ipynb", "02-record-batches.ipynb", "03-live-lab.ipynb",
-            "04-offline-analysis.ipynb", "05-troubleshooting.ipynb", "08-faults-and-personas.ipynb"]
+            "04-offline-analysis.ipynb", "05-troubleshooting.ipynb", "07-security-and-failures.ipynb",
+            "08-faults-and-personas.ipynb"]
 
 
 def run_notebook(name: str, check: str, *, python_path: Path = REPO) -> tuple[dict, float, nbformat.NotebookNode]:
@@ -308,4 +309,23 @@ def test_08_faults_and_personas():
         ("alice", "job-0", 1), ("alice", "job-1", 1), ("bob", "job-2", 1), ("bob", "job-3", 1),
         ("bob", "job-1", 2)]
     assert values["running"] is False
+# ---------------------------------------------------------------- 7 · security and failures
+
+def test_07_security_and_failures():
+    values, elapsed, nb = run_notebook("07-security-and-failures.ipynb", """{
+        "exchange": exchange, "refused": len(refused), "denial": denial, "throttles": throttles,
+        "slow_seconds": slow_seconds, "users": broker.users, "tls_values": [v.decode() for v in tls_values]}""")
+    texts = [text for _, text in values["exchange"]]
+    assert [kind for kind, _ in values["exchange"]] == ["request", "response", "request", "response"]
+    assert texts[0].startswith("n,,n=alice,r=")
+    client_nonce = texts[0].split("r=", 1)[1]
+    assert texts[1].startswith("r=" + client_nonce) and ",s=" in texts[1] and texts[1].endswith(",i=4096")
+    assert texts[2].startswith("c=biws,r=") and ",p=" in texts[2] and texts[3].startswith("v=")
+    assert values["refused"] >= 1
+    assert values["denial"] == {"alice": "delivered", "bob": "TOPIC_AUTHORIZATION_FAILED"}
+    assert any(ms > 0 for ms in values["throttles"]) and values["slow_seconds"] >= 1.0
+    assert values["users"] == {"alice": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096},
+                               "bob": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096}}
+    assert values["tls_values"] == ["sealed in transit"]
+    assert nb.cells[-2].cell_type == "markdown" and nb.cells[-2].source == "## Failures and personas"
     assert elapsed < TIME_LIMIT

@@ -32,7 +32,7 @@ def handle(ctx, body: dict) -> dict:
 def _transaction(ctx, transactional_id, producer_id, epoch, topics, verify_only: bool) -> list[dict]:
     coordinator = ctx.state.transactions
     wanted = [(t["name"], p) for t in topics for p in t.get("partitions", ())]
-    meta, error = coordinator.lookup(transactional_id, producer_id, epoch)
+    meta, error = ctx.transaction(transactional_id, producer_id, epoch)
     if error:
         errors = dict.fromkeys(wanted, for_version(error, ctx.api_version, FENCED_SINCE))
     elif verify_only:

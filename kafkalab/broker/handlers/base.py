@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kafkalab.protocol import ErrorCode
+
+from ..security.authorizer import CLUSTER_NAME, OP, RESOURCE, WILDCARD
+from ..security.sasl import ANONYMOUS
+
 UNSUPPORTED_VERSION = 35
 
 
@@ -33,6 +38,39 @@ class RequestContext:
     local_port: int = 0
     stream: int = 0
     client_address: str = ""    # "ip:port" of the client (group members report it as their host)
+    session: Any = None         # the connection's security.SaslSession (principal, client host, SASL exchange)
+
+    def allowed(self, operation: str, resource_type: str, name: str = CLUSTER_NAME) -> bool:
+        """May this connection's principal do ``operation`` ("READ", "WRITE"...) on the resource
+        (``resource_type`` "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")? The one authorization call."""
+        principal, host = self._who()
+        return self.state.authorizer.allowed(principal, host, OP[operation], RESOURCE[resource_type], name)
+
+    def authorized_operations(self, resource_type: str, name: str = CLUSTER_NAME) -> int:
+        """The authorized-operations bit field for Metadata, DescribeGroups and DescribeCluster."""
+        principal, host = self._who()
+        return self.state.authorizer.authorized_operations(principal, host, RESOURCE[resource_type], name)
+
+    def throttle(self, key: str, nbytes: int) -> int:
+        """Count bytes against this client's quota ``key`` (producer_byte_rate, consumer_byte_rate): the
+        throttle_time_ms to answer with. The connection is then muted for that long (KIP-219)."""
+        principal, _ = self._who()
+        delay = self.state.quotas.record(key, principal.partition(":")[2], self.client_id or "", nbytes, self.now_ms)
+        if delay and self.session is not None:
+            self.session.mute_ms = max(self.session.mute_ms, delay)
+        return delay
+
+    def transaction(self, transactional_id: str, producer_id: int, producer_epoch: int):
+        """The transaction coordinator's (metadata, error) for a producer, after the authorization Kafka asks
+        of every transactional request: WRITE on the transactional id."""
+        if not self.allowed("WRITE", "TRANSACTIONAL_ID", transactional_id or ""):
+            return None, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return self.state.transactions.lookup(transactional_id, producer_id, producer_epoch)
+
+    def _who(self) -> tuple[str, str]:
+        if self.session is None:
+            return ANONYMOUS, WILDCARD
+        return self.session.principal or ANONYMOUS, self.session.host
 
 
 @dataclass

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import NamedTuple
 
+from kafkalab.protocol import ErrorCode
+
 from ..config import topic_name_problem
 from ..configs import BROKER_CONFIGS, BROKER_RESOURCE, DEFAULT_CONFIG, TOPIC_CONFIGS, TOPIC_RESOURCE, Entry
 
@@ -26,7 +28,13 @@ class Problem(Exception):
         self.error_code, self.message = error_code, message
 
 
-def resolve(ctx, resource_type: int, name: str) -> Resource:
+def resolve(ctx, resource_type: int, name: str, operation: str = "DESCRIBE_CONFIGS") -> Resource:
+    """The resource, after the authorizer allowed ``operation`` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the
+    topic, or on the cluster for broker resources."""
+    if resource_type == TOPIC_RESOURCE and not ctx.allowed(operation, "TOPIC", name):
+        raise Problem(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+    if resource_type == BROKER_RESOURCE and not ctx.allowed(operation, "CLUSTER"):
+        raise Problem(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     if resource_type == TOPIC_RESOURCE:
         problem = topic_name_problem(name)
         if problem:
@@ -110,7 +118,7 @@ def alter_resources(ctx, body: dict, new_configs) -> dict:
         try:
             if seen[(r["resource_type"], r["resource_name"])] > 1:
                 raise Problem(INVALID_REQUEST, "A resource may appear only once in a request.")
-            resource = resolve(ctx, r["resource_type"], r["resource_name"])
+            resource = resolve(ctx, r["resource_type"], r["resource_name"], "ALTER_CONFIGS")
             configs = new_configs(ctx, resource, r)
             check(resource, configs)
             if not validate_only:

@@ -16,6 +16,10 @@ def handle(ctx, body: dict) -> dict:
 
 def _describe(ctx, group_id: str) -> dict:
     group = ctx.state.groups.groups.get(group_id)
+    if not ctx.allowed("DESCRIBE", "GROUP", group_id):
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": None, "group_id": group_id,
+                "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": [],
+                "authorized_operations": NOT_PROVIDED}
     if not isinstance(group, ConsumerGroup):
         return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND,
                 "error_message": f"group {group_id} is not a consumer group",

@@ -16,6 +16,9 @@ def handle(ctx, body: dict) -> dict:
     if not body.get("group_id"):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID, "error_message": "empty group id",
                 "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+    if not ctx.allowed("READ", "GROUP", body["group_id"]):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": None,
+                "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
     return ctx.state.groups.consumer_heartbeat(ctx.now_ms, body, ctx.client_id or "", client_host(ctx))
 
 

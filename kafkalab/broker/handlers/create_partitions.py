@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from kafkalab.protocol import ErrorCode
+
 from .base import Handler
 from .create_topics import partitions_above_limit
 
@@ -34,6 +36,8 @@ def handle(ctx, body: dict) -> dict:
 
 
 def _grow(ctx, t: dict, validate_only: bool) -> tuple[int, str] | None:
+    if not ctx.allowed("ALTER", "TOPIC", t["name"]):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
     topic = ctx.state.store.topic(t["name"])
     if topic is None:
         return UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t['name']}' does not exist."

@@ -12,8 +12,10 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from ..config import topic_name_problem
+from ..config import topic_collision, topic_name_problem
 from ..configs import TOPIC_CONFIGS
+from kafkalab.protocol import ErrorCode
+
 from .base import Handler
 
 NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS = 0, 17, 36, 37
@@ -31,11 +33,16 @@ def _problem(ctx, t: dict, duplicated: bool) -> tuple[int, str] | None:
     name = t["name"]
     if duplicated:
         return INVALID_REQUEST, f"Create topics request from client contains a duplicate topic name: {name}"
+    if not (ctx.allowed("CREATE", "CLUSTER") or ctx.allowed("CREATE", "TOPIC", name)):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
     problem = topic_name_problem(name)
     if problem:
         return INVALID_TOPIC_EXCEPTION, problem
     if name in ctx.state.store.topics:
         return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+    collision = topic_collision(name, ctx.state.store.topics)
+    if collision:
+        return INVALID_TOPIC_EXCEPTION, collision
     count, factor = t.get("num_partitions", -1), t.get("replication_factor", -1)
     if len(t.get("assignments") or ()) > ctx.state.config.max_partitions_per_topic:
         return INVALID_PARTITIONS, partitions_above_limit(ctx, len(t["assignments"]))

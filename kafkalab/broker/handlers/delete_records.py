@@ -7,6 +7,8 @@ never served again (a batch straddling it still is, as in Kafka; consumers skip 
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ErrorCode
+
 from .base import Handler
 
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
@@ -18,7 +20,11 @@ def handle(ctx, body: dict) -> dict:
     topics = []
     for t in body.get("topics", ()):
         topic = store.topic(t["name"])
-        partitions = [_delete(topic, p) for p in t.get("partitions", ())]
+        if not ctx.allowed("DELETE", "TOPIC", t["name"]):
+            partitions = [{"partition_index": p["partition_index"], "low_watermark": -1,
+                           "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED} for p in t.get("partitions", ())]
+        else:
+            partitions = [_delete(topic, p) for p in t.get("partitions", ())]
         topics.append({"name": t["name"], "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
+from kafkalab.protocol import ErrorCode
+
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, UNKNOWN_TOPIC_ID = 0, 3, 42, 100
@@ -57,6 +59,8 @@ def _delete(ctx, name: str | None, topic_id: uuid.UUID) -> dict:
         if name is None:
             return _result(None, topic_id, UNKNOWN_TOPIC_ID, "This server does not know that topic id.")
         return _result(name, ZERO_UUID, UNKNOWN_TOPIC_OR_PARTITION, "This server does not host that topic.")
+    if not ctx.allowed("DELETE", "TOPIC", topic.name):
+        return _result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     ctx.state.delete_topic(topic.name)
     return _result(topic.name, topic.topic_id, NONE, None)
 

@@ -2,19 +2,16 @@
 
 v1+ asks for an endpoint type: brokers (1) are served; asking a broker for controllers (2) is
 MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE. v2 may include fenced brokers (there are
-none). Without an authorizer every cluster operation is allowed, which is what
-``include_cluster_authorized_operations`` reports.
+none). ``include_cluster_authorized_operations`` reports what the authorizer allows this principal on the
+cluster.
 """
 from __future__ import annotations
 
+from ..security.authorizer import OMITTED_OPERATIONS as OMITTED
 from .base import Handler
 
 BROKERS, CONTROLLERS = 1, 2
 MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 114, 115
-OMITTED = -2147483648
-# AclOperation codes allowed on the cluster resource: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
-# ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
 
 
 def handle(ctx, body: dict) -> dict:
@@ -30,7 +27,7 @@ def handle(ctx, body: dict) -> dict:
     answer["brokers"] = [{"broker_id": node, "host": host, "port": port, "rack": None, "is_fenced": False}
                          for node, host, port in state.brokers(ctx.local_host, ctx.local_port)]
     if body.get("include_cluster_authorized_operations"):
-        answer["cluster_authorized_operations"] = CLUSTER_OPERATIONS
+        answer["cluster_authorized_operations"] = ctx.authorized_operations("CLUSTER")
     return answer
 
 

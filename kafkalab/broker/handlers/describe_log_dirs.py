@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 
+from kafkalab.protocol import ErrorCode
+
 from .base import Handler
 
 MEMORY_DIR = "memory:"
@@ -17,6 +19,8 @@ MEMORY_DIR = "memory:"
 
 def handle(ctx, body: dict) -> dict:
     store = ctx.state.store
+    if not ctx.allowed("DESCRIBE", "CLUSTER"):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     wanted = body.get("topics")
     if wanted is None:
         selection = [(t, range(len(t.partitions))) for t in store.topics.values()]

@@ -14,6 +14,9 @@ def handle(ctx, body: dict) -> dict:
     store = ctx.state.store
     return {"throttle_time_ms": 0, "topics": [
         {"name": t["name"], "partitions": [_partition(store.partition(t["name"], index), index)
+                                           if ctx.allowed("READ", "TOPIC", t["name"]) else
+                                           {"partition_index": index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                            "error_message": None, "active_producers": []}
                                            for index in t.get("partition_indexes", ())]}
         for t in body.get("topics", ())]}
 

@@ -18,7 +18,7 @@ FENCED_SINCE = 2
 
 def handle(ctx, body: dict) -> dict:
     coordinator = ctx.state.transactions
-    meta, error = coordinator.lookup(body["transactional_id"], body["producer_id"], body["producer_epoch"])
+    meta, error = ctx.transaction(body["transactional_id"], body["producer_id"], body["producer_epoch"])
     if not error:
         error = coordinator.end_txn(meta, body["committed"], ctx.now_ms)
     return {"throttle_time_ms": 0, "error_code": for_version(error, ctx.api_version, FENCED_SINCE),

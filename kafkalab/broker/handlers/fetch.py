@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from kafkalab.protocol import ApiKey, ErrorCode
 
+from ..security.quotas import CONSUMER_BYTE_RATE
 from .base import Handler, Wait
 
 READ_COMMITTED = 1
@@ -50,8 +51,8 @@ def handle(ctx, body: dict) -> dict | Wait:
             results = [(key, r) for key, r in results if session.changed(key, r) or not incremental]
             if incremental:
                 session.next_epoch = session.next_epoch % MAX_SESSION_EPOCH + 1
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": session.session_id if session else 0,
-                "responses": _by_topic(results, by_id)}
+        return {"throttle_time_ms": ctx.throttle(CONSUMER_BYTE_RATE, total), "error_code": ErrorCode.NONE,
+                "session_id": session.session_id if session else 0, "responses": _by_topic(results, by_id)}
 
     response = attempt(ctx.now_ms, max_wait <= 0)
     return response if response is not None else Wait(max_wait, attempt)
@@ -64,6 +65,10 @@ def _build(ctx, targets, body: dict, by_id: bool) -> tuple[list, int, bool]:
     total, errors, results = 0, False, []
     for key, p in targets:
         topic = store.by_id.get(key[0]) if by_id else store.topic(key[0])
+        if topic is not None and not ctx.allowed("READ", "TOPIC", topic.name):
+            results.append((key, _result(p["partition"], ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+            errors = True
+            continue
         result, size = _partition(topic, p, by_id, budget - total, total == 0, committed_only)
         total += size
         errors = errors or result["error_code"] != ErrorCode.NONE

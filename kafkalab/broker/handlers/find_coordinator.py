@@ -25,6 +25,9 @@ def _entry(ctx, key: str, key_type: int) -> dict:
     state = ctx.state
     error = ErrorCode.INVALID_REQUEST if key_type not in (GROUP, TRANSACTION) else \
         ErrorCode.INVALID_GROUP_ID if key_type == GROUP and not key else ErrorCode.NONE
+    if not error and not ctx.allowed("DESCRIBE", "GROUP" if key_type == GROUP else "TRANSACTIONAL_ID", key):
+        error = (ErrorCode.GROUP_AUTHORIZATION_FAILED if key_type == GROUP
+                 else ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if error:
         return {"node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": None}
     host, port = next((h, p) for node, h, p in state.brokers(ctx.local_host, ctx.local_port) if node == state.node_id)

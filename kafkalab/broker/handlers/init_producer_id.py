@@ -21,7 +21,10 @@ FENCED_SINCE = 4
 def handle(ctx, body: dict) -> dict:
     pid, epoch = body.get("producer_id", -1), body.get("producer_epoch", -1)
     transactional_id = body.get("transactional_id")
-    if transactional_id is not None:
+    denied = _authorization_error(ctx, transactional_id)
+    if denied:
+        error, new_pid, new_epoch = denied, -1, -1
+    elif transactional_id is not None:
         error, new_pid, new_epoch = ctx.state.transactions.init_producer_id(
             transactional_id, body.get("transaction_timeout_ms", -1), pid, epoch, ctx.now_ms)
         error = for_version(error, ctx.api_version, FENCED_SINCE)
@@ -31,6 +34,17 @@ def handle(ctx, body: dict) -> dict:
         error, new_pid, new_epoch = ErrorCode.NONE, ctx.state.allocate_producer_id(), 0
     return {"throttle_time_ms": 0, "error_code": error, "producer_id": new_pid, "producer_epoch": new_epoch,
             "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
+
+
+def _authorization_error(ctx, transactional_id: str | None) -> int:
+    """WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the cluster (KIP-679: or WRITE on any
+    topic, which this broker approximates by WRITE on the wildcard topic)."""
+    if transactional_id is not None:
+        return 0 if ctx.allowed("WRITE", "TRANSACTIONAL_ID", transactional_id) else \
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if ctx.allowed("IDEMPOTENT_WRITE", "CLUSTER") or ctx.allowed("WRITE", "TOPIC", "*"):
+        return 0
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 HANDLER = Handler(ApiKey.INIT_PRODUCER_ID, 0, 6, handle)

@@ -29,6 +29,8 @@ def handle(ctx, body: dict):
                       skip_assignment_ok=ctx.api_version >= 9)
     if not body.get("group_id"):
         return {"throttle_time_ms": 0, **join_error(ErrorCode.INVALID_GROUP_ID, req.member_id)}
+    if not ctx.allowed("READ", "GROUP", body["group_id"]):
+        return {"throttle_time_ms": 0, **join_error(ErrorCode.GROUP_AUTHORIZATION_FAILED, req.member_id)}
     result = ctx.state.groups.join(ctx.now_ms, body["group_id"], req)
     give_up = join_error(ErrorCode.REBALANCE_IN_PROGRESS, req.member_id)
     return when_decided(result, max(rebalance, session) + GRACE_MS, give_up)

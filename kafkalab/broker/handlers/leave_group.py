@@ -5,13 +5,15 @@ with its own error; v5 adds a reason (logged by Kafka, ignored here).
 """
 from __future__ import annotations
 
-from kafkalab.protocol import ApiKey
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from .base import Handler
 
 
 def handle(ctx, body: dict) -> dict:
     groups, group_id = ctx.state.groups, body["group_id"]
+    if not ctx.allowed("READ", "GROUP", group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
     if ctx.api_version < 3:
         return {"throttle_time_ms": 0, "error_code": groups.leave(ctx.now_ms, group_id, body["member_id"], None)}
     members = [{"member_id": m["member_id"], "group_instance_id": m.get("group_instance_id"),

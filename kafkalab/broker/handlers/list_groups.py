@@ -13,6 +13,8 @@ def handle(ctx, body: dict) -> dict:
     types = {t.casefold() for t in body.get("types_filter") or ()}
     out = []
     for group_id in groups.known():
+        if not ctx.allowed("DESCRIBE", "GROUP", group_id):      # Kafka lists only what the principal may see
+            continue
         view = groups.describe(group_id)
         kind = groups.kind_of(group_id)
         if (states and view["group_state"].casefold() not in states) or (types and kind not in types):

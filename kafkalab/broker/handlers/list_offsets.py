@@ -6,6 +6,8 @@ read_committed (isolation level 1) caps "latest" at the last stable offset. v0 a
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ErrorCode
+
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION = 0, 3
@@ -18,7 +20,12 @@ def handle(ctx, body: dict) -> dict:
     topics = []
     for t in body.get("topics", ()):
         topic = store.topic(t["name"])
-        partitions = [_answer(topic, p, committed_only, ctx.api_version) for p in t.get("partitions", ())]
+        if not ctx.allowed("DESCRIBE", "TOPIC", t["name"]):
+            partitions = [{"partition_index": p["partition_index"], "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                           "timestamp": -1, "offset": -1, "leader_epoch": -1, "old_style_offsets": []}
+                          for p in t.get("partitions", ())]
+        else:
+            partitions = [_answer(topic, p, committed_only, ctx.api_version) for p in t.get("partitions", ())]
         topics.append({"name": t["name"], "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 

@@ -21,8 +21,15 @@ def handle(ctx, body: dict) -> dict:
                                               body.get("group_instance_id"),
                                               body.get("generation_id_or_member_epoch", -1))
     topics = []
+    group_denied = not ctx.allowed("READ", "GROUP", group)
     for t in body.get("topics", ()):
         topic = store.by_id.get(t.get("topic_id")) if ctx.api_version >= 10 else store.topic(t.get("name"))
+        denied = (ErrorCode.GROUP_AUTHORIZATION_FAILED if group_denied else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                  if topic is not None and not ctx.allowed("READ", "TOPIC", topic.name) else None)
+        if denied is not None:
+            topics.append({"name": t.get("name", ""), "topic_id": t.get("topic_id"), "partitions": [
+                {"partition_index": p["partition_index"], "error_code": denied} for p in t.get("partitions", ())]})
+            continue
         partitions = []
         for p in t.get("partitions", ()):
             index = p["partition_index"]

@@ -12,6 +12,8 @@ from .base import Handler
 
 def handle(ctx, body: dict) -> dict:
     store = ctx.state.store
+    if not ctx.allowed("DELETE", "GROUP", body["group_id"]):
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0, "topics": []}
     asked, known = [], []
     for t in body.get("topics") or ():
         indexes = [p["partition_index"] for p in t.get("partitions") or ()]

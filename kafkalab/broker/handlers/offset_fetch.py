@@ -22,11 +22,13 @@ def handle(ctx, body: dict) -> dict:
     answer = _group(ctx, body["group_id"], body.get("topics"))
     if body.get("require_stable"):
         _mark_unstable(ctx, answer)
-    return {"throttle_time_ms": 0, "topics": answer["topics"], "error_code": ErrorCode.NONE}
+    return {"throttle_time_ms": 0, "topics": answer["topics"], "error_code": answer["error_code"]}
 
 
 def _group(ctx, group: str, topics) -> dict:
     store = ctx.state.store
+    if not ctx.allowed("DESCRIBE", "GROUP", group):
+        return {"group_id": group, "topics": [], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     if topics is None:
         names: dict[str, list[int]] = {}
         for (topic, index) in sorted(store.committed.get(group, {})):

@@ -19,6 +19,7 @@ import logging
 from kafkalab.protocol import ErrorCode
 
 from ..config import INTERNAL_TOPICS
+from ..security.quotas import PRODUCER_BYTE_RATE
 from ..storage import Duplicate
 from ..storage.log import CONTROL, TRANSACTIONAL
 from ..validate import (CORRUPT_MESSAGE, INVALID_RECORD, Checked, check_record_set, needs_inflating,
@@ -62,9 +63,14 @@ def _answer(ctx, body: dict, verdicts: dict) -> dict | None:
     responses = []
     results: dict[tuple[str, int], dict] = {}
     acks = body.get("acks")
+    transactional_id = body.get("transactional_id")
+    if transactional_id is not None and not ctx.allowed("WRITE", "TRANSACTIONAL_ID", transactional_id):
+        return _denied_everywhere(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     for ti, topic_data in enumerate(body.get("topic_data", ())):
         topic = _topic(ctx, topic_data)
-        partitions = [_guarded(ctx, topic, p, touched, acks, verdicts.get((ti, pi))) if topic is not None
+        denied = topic is not None and not ctx.allowed("WRITE", "TOPIC", topic.name)
+        partitions = [_result(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) if denied else
+                      _guarded(ctx, topic, p, touched, acks, verdicts.get((ti, pi))) if topic is not None
                       else _result(p["index"], UNKNOWN_TOPIC_ID if ctx.api_version >= 13 else UNKNOWN_TOPIC_OR_PARTITION)
                       for pi, p in enumerate(topic_data.get("partition_data", ()))]
         responses.append({"name": topic_data.get("name", ""), "topic_id": topic_data.get("topic_id"),
@@ -75,9 +81,18 @@ def _answer(ctx, body: dict, verdicts: dict) -> dict | None:
         if acks == -1:
             _flush(touched.values(), results)
         ctx.state.appended()
+    throttle = ctx.throttle(PRODUCER_BYTE_RATE, sum(len(p.get("records") or b"") for t in body.get("topic_data", ())
+                                                    for p in t.get("partition_data", ())))
     if acks == 0:
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    return {"responses": responses, "throttle_time_ms": throttle}
+
+
+def _denied_everywhere(body: dict, error: int) -> dict:
+    return {"throttle_time_ms": 0, "responses": [
+        {"name": t.get("name", ""), "topic_id": t.get("topic_id"),
+         "partition_responses": [_result(p["index"], error) for p in t.get("partition_data", ())]}
+        for t in body.get("topic_data", ())]}
 
 
 def _flush(partitions, results: dict[tuple[str, int], dict]) -> None:

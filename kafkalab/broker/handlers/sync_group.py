@@ -18,6 +18,8 @@ MAX_WAIT_MS = 300_000       # the leader's session expiring ends the wait first
 def handle(ctx, body: dict):
     if not body.get("group_id"):
         return {"throttle_time_ms": 0, **sync_answer(ErrorCode.INVALID_GROUP_ID)}
+    if not ctx.allowed("READ", "GROUP", body["group_id"]):
+        return {"throttle_time_ms": 0, **sync_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)}
     assignments = {a["member_id"]: as_bytes(ASSIGNMENT, a["assignment"]) for a in body.get("assignments") or ()}
     result = ctx.state.groups.sync(ctx.now_ms, body["group_id"], body["member_id"], body.get("group_instance_id"),
                                    body["generation_id"], body.get("protocol_type"), body.get("protocol_name"),

@@ -20,7 +20,7 @@ FENCED_SINCE = 3
 def handle(ctx, body: dict) -> dict:
     coordinator = ctx.state.transactions
     topics = body.get("topics", ())
-    meta, error = coordinator.lookup(body["transactional_id"], body["producer_id"], body["producer_epoch"])
+    meta, error = ctx.transaction(body["transactional_id"], body["producer_id"], body["producer_epoch"])
     if not error:
         offsets = {(t["name"], p["partition_index"]): Committed(p["committed_offset"],
                                                                 p.get("committed_leader_epoch", -1),

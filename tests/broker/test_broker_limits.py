@@ -1,0 +1,101 @@
+"""Hygiene: the broker listens on 127.0.0.1 unless told otherwise, caps connections, checks topic names as Kafka
+does (the "."/"_" collision included, seen by a real admin client), and writes files only under its data
+directory. (The largest request, idle connections and slowloris deadlines are tested in test_hostile_*.)"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+
+import pytest
+from broker_helpers import RawClient
+
+from kafkalab.broker import Broker
+from kafkalab.broker.cli import add_parser
+from kafkalab.protocol import ErrorCode
+
+
+def test_loopback_unless_told_otherwise():
+    with Broker() as broker:
+        assert broker.address[0] == "127.0.0.1"
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    assert parser.parse_args(["broker"]).host == "127.0.0.1"
+
+
+def test_max_connections():
+    with Broker(max_connections=2) as broker:
+        first, second = RawClient(broker.bootstrap_servers), RawClient(broker.bootstrap_servers)
+        third = RawClient(broker.bootstrap_servers)
+        try:
+            assert third.is_closed()
+            assert first.call("ApiVersions", 3, {})["error_code"] == ErrorCode.NONE
+            second.close()
+            deadline = time.monotonic() + 10
+            while True:                                 # the freed slot is taken again once the broker notices
+                fourth = RawClient(broker.bootstrap_servers)
+                if not fourth.is_closed(wait=0.5) or time.monotonic() > deadline:
+                    break
+                fourth.close()
+            assert fourth.call("ApiVersions", 3, {})["error_code"] == ErrorCode.NONE
+            fourth.close()
+        finally:
+            first.close()
+            third.close()
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("a" * 250, "249"), (".", '"."'), ("..", '".."'), ("with space", "illegal"), ("../escape", "illegal"),
+    ("", "empty")])
+def test_topic_names_checked_as_kafka_does(name, problem):
+    with Broker() as broker:
+        client = RawClient(broker.bootstrap_servers)
+        try:
+            answer = client.call("CreateTopics", 7, {"topics": [{"name": name, "num_partitions": 1,
+                                                                  "replication_factor": 1}], "timeout_ms": 5000})
+        finally:
+            client.close()
+    result = answer["topics"][0]
+    assert result["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION and problem in result["error_message"]
+
+
+def test_dot_underscore_collision_refused_to_a_real_client(caplog):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    with caplog.at_level(logging.WARNING, logger="kafkalab.broker"):
+        with Broker(topics={"metrics.cpu": 1}) as broker:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            future = admin.create_topics([NewTopic("metrics_cpu", 1, 1)], request_timeout=15)["metrics_cpu"]
+            with pytest.raises(Exception) as refused:
+                future.result(15)
+            client = RawClient(broker.bootstrap_servers)
+            try:
+                auto = client.call("Metadata", 12, {"topics": [{"name": "metrics_cpu"}],
+                                                    "allow_auto_topic_creation": True})["topics"][0]
+            finally:
+                client.close()
+            assert "metrics_cpu" not in broker.topics
+    assert "collides with existing topic: metrics.cpu" in str(refused.value.args[0])
+    assert auto["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert any("could collide" in r.getMessage() for r in caplog.records)
+
+
+def test_no_file_outside_the_data_dir(tmp_path, monkeypatch):
+    from kafka import KafkaProducer
+    workdir, data_dir = tmp_path / "cwd", tmp_path / "data"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    with Broker(data_dir=str(data_dir), ssl_port=0, sasl_port=0, users={"u": "p"}) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        producer.send("orders", b"v").get(10)
+        producer.close(5)
+        client = RawClient(broker.bootstrap_servers)
+        for name in ("..", "../escape", "a/b", "/tmp/x"):
+            client.call("CreateTopics", 7, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
+                                            "timeout_ms": 5000})
+            client.call("Metadata", 12, {"topics": [{"name": name}], "allow_auto_topic_creation": True})
+        client.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "data"]
+    assert list(workdir.iterdir()) == []
+    assert any(p.name == "broker-cert.pem" for p in data_dir.rglob("*"))
+    assert all(os.path.realpath(p).startswith(os.path.realpath(data_dir)) for p in data_dir.rglob("*"))
