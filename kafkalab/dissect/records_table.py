@@ -17,6 +17,7 @@ from typing import Iterable
 from kafkalab.protocol import decode_request, decode_response
 from kafkalab.protocol.errors import ProtocolError
 from kafkalab.protocol.records.columnar import Batches, gather, read_columns
+from kafkalab.protocol.records.limits import default_budget
 
 from . import columns as spec
 from .facts import body_layout
@@ -119,6 +120,7 @@ class _Builder:
         self.objects: list[tuple] = []        # (sequence, context, object)
         self.seq = 0                          # entries gathered so far (fast and object), for ordering
         self.out: list = []
+        self.budget = (None, None)            # (frame, what its record sets may still cost together)
 
     def add(self, frame: int, kind: str, topic, partition, base, data) -> None:
         ctx = len(self.contexts)
@@ -129,7 +131,9 @@ class _Builder:
                 self.seq += 1
             return
         first = len(self.batches)
-        others = gather(data, None, self.batches)
+        if self.budget[0] != frame:
+            self.budget = (frame, default_budget())
+        others = gather(data, None, self.batches, budget=self.budget[1])
         # number the set's entries, regular and not, in wire order
         other_at = 0
         for i in range(first, len(self.batches) + 1):

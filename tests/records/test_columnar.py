@@ -194,3 +194,53 @@ def test_a_record_with_very_many_headers_among_ordinary_ones() -> None:
     rows = columnar_rows([data])
     assert rows == reference_rows([data])
     assert max(len(r[spec.names("records").index("headers")]) for r in rows) == 3000
+
+
+@pytest.fixture
+def small_limits():
+    """Record caps small enough to reach with a few batches: 10 records per batch, 50 per frame."""
+    from kafkalab.protocol.records.limits import set_limits
+
+    old = set_limits(max_records=10, records=50)
+    yield
+    set_limits(**vars(old))
+
+
+def _records(n: int) -> list:
+    return [(b"k%d" % i, b"v" * 20, [], 1_700_000_000_000 + i) for i in range(n)]
+
+
+def test_a_batch_claiming_more_records_than_allowed_is_not_inflated(small_limits) -> None:
+    """The per-batch record cap of the hostile-input limits holds column-wise as in the reference decoder:
+    the batch is handed back as its object, which says "budget exceeded" and holds no records."""
+    from kafkalab.protocol.records.columnar import Batches, gather
+
+    big = encode_records([build_batch(_records(11), codec="gzip", base_offset=0)])
+    small = encode_records([build_batch(_records(10), codec="gzip", base_offset=11)])
+    into = Batches.empty()
+    others = gather(big + small, None, into)
+    assert len(into) == 1 and into.heads[0][12] == 10                 # the allowed batch, column-wise
+    ((at, obj),) = others
+    assert at == 0 and not obj.records
+    assert any("budget exceeded" in d for d in obj.diagnostics)
+    assert [d for d in decode_records(big)[0].diagnostics] == list(obj.diagnostics)
+
+
+def test_the_record_sets_of_one_frame_share_one_budget(small_limits) -> None:
+    """Six record sets of 10 records in one frame: the frame budget (50) lets five through; the sixth batch
+    is "budget exceeded". A new frame starts with a full budget again."""
+    import pyarrow as pa
+
+    sets = [encode_records([build_batch(_records(10), codec=codec, base_offset=0)])
+            for codec in ("none", "gzip") * 3]
+    builder = _Builder()
+    for i, data in enumerate(sets):
+        builder.add(7, "response", "t", i, None, data)
+    builder.add(8, "response", "t", 0, None, sets[0])
+    builder.flush()
+    rows = pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records")).to_pylist()
+    per_frame = {}
+    for row in rows:
+        per_frame.setdefault(row["frame"], set()).add(row["partition"])
+    assert per_frame == {7: {0, 1, 2, 3, 4}, 8: {0}}
+    assert sum(r["frame"] == 7 for r in rows) == 50

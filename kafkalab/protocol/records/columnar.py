@@ -20,7 +20,7 @@ import crc32c
 
 from .batch import CODEC_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE, MIN_RECORD_SIZE
 from .compression import DEFAULT_MAX_INFLATED, decompress
-from .limits import default_budget
+from .limits import Budget, default_budget
 from .recordset import LOG_OVERHEAD, _entry
 
 
@@ -66,23 +66,29 @@ class Batches:
         self.size = end
 
 
-def gather(data, tag: Any, into: Batches, *, max_inflated: int = DEFAULT_MAX_INFLATED) -> list:
+def gather(data, tag: Any, into: Batches, *, max_inflated: int = DEFAULT_MAX_INFLATED,
+           budget: Budget | None = None) -> list:
     """Walk one record set: regular v2 batches are appended to ``into`` (with ``tag``); every other entry
     is returned, in order, as ``(index in into, object)`` (the object from the reference decoder), so a
-    caller can put its rows where that entry was."""
+    caller can put its rows where that entry was. ``budget`` (pass one to share it between the record sets
+    of a frame; default: a fresh one per set, as :func:`.recordset.decode_records`) is spent as the reference
+    decoder spends it: a batch claiming more records than it leaves is not inflated but handed to the
+    reference decoder, which says "budget exceeded"."""
     buf = data if isinstance(data, (bytes, memoryview)) else memoryview(data)
+    if budget is None:
+        budget = default_budget(max_inflated)
     others = []
     pos, end = 0, len(buf)
     while pos < end:
-        size = _regular(buf, pos, end, tag, into, max_inflated)
+        size = _regular(buf, pos, end, tag, into, budget)
         if not size:
-            obj, size = _entry(buf, pos, end, default_budget(max_inflated), None)
+            obj, size = _entry(buf, pos, end, budget, None)
             others.append((len(into), obj))
         pos += size
     return others
 
 
-def _regular(buf, pos: int, end: int, tag, into: Batches, max_inflated: int) -> int:
+def _regular(buf, pos: int, end: int, tag, into: Batches, budget: Budget) -> int:
     """Bytes taken by the batch at ``pos`` if it is regular (and then added to ``into``), else 0."""
     if end - pos < HEADER_SIZE or buf[pos + _MAGIC_AT] != 2:
         return 0
@@ -94,17 +100,22 @@ def _regular(buf, pos: int, end: int, tag, into: Batches, max_inflated: int) -> 
     attrs, count = head[5], head[12]
     if attrs & CONTROL_BIT or count < 0 or crc32c.crc32c(buf[pos + CRC_START:stop]) != head[4]:
         return 0
+    if count > budget.max_records or count > budget.records:
+        return 0                      # the reference decoder says "budget exceeded"
     codec = attrs & CODEC_MASK
     body = buf[pos + HEADER_SIZE:stop]
     if codec:
         try:
-            body, notes = decompress(codec, body, magic=2, limit=max_inflated)
+            body, notes = decompress(codec, body, magic=2, limit=budget.inflate_limit())
         except Exception:             # noqa: BLE001 - the reference decoder says what is wrong
             return 0
         if notes:
             return 0
     if count * MIN_RECORD_SIZE > len(body):
         return 0
+    if codec:
+        budget.spend_inflated(len(body))
+    budget.records -= count
     into.heads.append(head)
     into.tags.append(tag)
     into.starts.append(into.size)

@@ -57,10 +57,11 @@ class Codec(enum.IntEnum):
 
 def codec_name(codec_id: int) -> str:
     """"gzip" etc., or "unknown(5)" for ids Kafka never assigned."""
-    try:
-        return Codec(codec_id).label
-    except ValueError:
-        return f"unknown({codec_id})"
+    name = _CODEC_NAMES.get(codec_id)
+    return name if name is not None else f"unknown({codec_id})"
+
+
+_CODEC_NAMES = {codec.value: codec.label for codec in Codec}     # read for every batch: no enum lookup
 
 
 # --- gzip -------------------------------------------------------------------------------------------------

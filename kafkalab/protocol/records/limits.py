@@ -55,6 +55,11 @@ class Budget:
     def spend_inflated(self, size: int) -> None:
         self.inflated -= size
 
+    def fresh(self) -> "Budget":
+        """A new budget with these allowances (``dataclasses.replace`` without its per-call field walk: one
+        is made for every record set read outside a frame budget)."""
+        return Budget(self.inflated, self.records, self.max_inflated, self.max_records, self.nodes)
+
 
 _FRAME: ContextVar[Budget | None] = ContextVar("kafkalab_frame_budget", default=None)
 #: what each frame (and each record set decoded on its own) may cost; change it with :func:`set_limits`
@@ -89,4 +94,4 @@ def default_budget(max_inflated: int | None = None) -> Budget:
     budget = _FRAME.get()
     if budget is not None and max_inflated in (None, LIMITS.max_inflated):
         return budget
-    return replace(LIMITS, max_inflated=max_inflated) if max_inflated is not None else replace(LIMITS)
+    return replace(LIMITS, max_inflated=max_inflated) if max_inflated is not None else LIMITS.fresh()
