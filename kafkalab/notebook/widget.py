@@ -10,7 +10,7 @@ needs no widget library lives in :mod:`.model` and :mod:`.listing`.
 
 Selection: ``selected_path`` is the public identity of a field (``topic_data[0].name``); the view's nodes
 carry their byte spans and the buffer they refer to, so either side can resolve a path to bytes or a byte to
-the deepest node. A saved notebook shows a static snapshot (see ``_ipython_display_``).
+the deepest node. A saved notebook shows a static snapshot (:class:`.snapshotted.Snapshotted`).
 """
 from __future__ import annotations
 
@@ -25,18 +25,25 @@ from kafkalab.dissect.filter import FilterError
 from kafkalab.dissect.frame import Frame, frames_table
 
 from . import model
-from .html import LIVE_NOTE, explorer_snapshot_html, snapshot_switch
+from .html import explorer_snapshot_html
 from .listing import Listing
+from .snapshotted import Snapshotted
 
 STATIC = Path(__file__).parent / "static"
 
 
-class Explorer(anywidget.AnyWidget):
+def esm(name: str) -> str:
+    """A widget's browser module: the shared ``dom.js`` helpers, then ``static/<name>`` (anywidget loads one
+    module, so the shared part is put in front rather than imported)."""
+    return (STATIC / "dom.js").read_text() + (STATIC / name).read_text()
+
+
+class Explorer(Snapshotted, anywidget.AnyWidget):
     """``Explorer(source, select=path, follow=False)``: a Frame, a list of Frames, a Capture (``cap[n]``) or a
     Broker/Journal (``.frame(n)``), all with the data-model ``frames`` table. ``follow=True`` (or a poll
     interval in seconds) keeps appending the source's new frames."""
 
-    _esm = STATIC / "explorer.js"
+    _esm = esm("explorer.js")
     _css = STATIC / "explorer.css"
 
     columns = traitlets.List(traitlets.Unicode(), default_value=model.LIST_COLUMNS).tag(sync=True)
@@ -279,30 +286,6 @@ class Explorer(anywidget.AnyWidget):
         window = self._listing.table.iloc[self._listing.order[first:first + 50]]
         return explorer_snapshot_html(window, len(self._listing), first, selected, self.selected_path or None,
                                       self.filter_text)
-
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return None
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        data = dict(data)
-        data["text/html"] = self.snapshot_html()
-        return data, metadata
-
-    def _ipython_display_(self, **kwargs: Any) -> None:
-        """Two outputs: the static snapshot, then the live view. JupyterLab renders a trusted notebook's widget
-        output with the widget renderer even when its model is gone (after a restart: "model not found"), so
-        the snapshot is an output of its own; its style rules hide the live view's error when the model is
-        gone and hide the snapshot itself while the live view is drawn (see ``snapshot_switch``)."""
-        from IPython.display import publish_display_data
-
-        bundle = self._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return
-        data, metadata = bundle
-        publish_display_data({"text/plain": repr(self), "text/html": snapshot_switch(data["text/html"])})
-        data = dict(data, **{"text/html": LIVE_NOTE})
-        publish_display_data(data, metadata)
 
     def __repr__(self) -> str:
         return (f"<kafkalab Explorer: {len(self._listing.table)} frames, frame {self.selected_frame or '-'} "

@@ -11,6 +11,7 @@
 // Tests read the DOM through data-attributes: .kl-hex[data-buffer][data-sel-start][data-sel-end],
 // .kl-byte[data-offset].kl-sel, .kl-tree[data-selected-path], .kl-node[data-path], .kl-row[data-frame],
 // .kl-explorer[data-notice], .kl-filter[data-error].
+// h() (element building) comes from dom.js, which the widget puts in front of this file.
 
 const WINDOW = 4096; // bytes drawn at once in the hex pane
 const WIDTH = 16;
@@ -31,18 +32,6 @@ const COLUMN_HEAD = {
   frame: "No.", src: "source", dst: "destination", kind: "", api_name: "API", api_version: "v",
   correlation_id: "corr", latency_ms: "ms", record_count: "recs",
 };
-
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v);
-  }
-  for (const child of children) if (child != null) node.append(child);
-  return node;
-}
 
 function toBytes(data) {
   if (data instanceof Uint8Array) return data;
