@@ -46,11 +46,12 @@ def render(value: bytes | None, mode: str = "auto") -> dict:
 
 
 def topics(state) -> list[dict]:
-    """Every topic with its partitions' offsets and record totals (high watermark minus log start)."""
+    """Every topic with its number of partitions and records (high watermark minus log start, summed);
+    ``internal`` marks the broker's own topics (``__consumer_offsets``, ``__transaction_state``)."""
     out = []
     for name in sorted(state.store.topics):
         parts = partitions(state, name)
-        out.append({"topic": name, "partitions": len(parts),
+        out.append({"topic": name, "internal": name.startswith("__"), "partitions": len(parts),
                     "records": sum(p["high_watermark"] - p["log_start_offset"] for p in parts)})
     return out
 

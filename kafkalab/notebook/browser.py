@@ -51,8 +51,9 @@ class Browser(Snapshotted, anywidget.AnyWidget):
         self._stop: threading.Event | None = None
         self.on_msg(self._on_message)
         self.refresh()
-        if topic or self.topics:
-            self.show(topic or self.topics[0]["topic"])
+        shown = [t["topic"] for t in self.topics if not t["internal"]]
+        if topic or shown:
+            self.show(topic or shown[0])
         if follow:
             self.follow(1.0 if follow is True else float(follow))
 

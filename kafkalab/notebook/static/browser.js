@@ -57,7 +57,8 @@ function render({ model, el }) {
     const current = model.get("topic");
     topicsPane.replaceChildren(h("div", { class: "kl-b-head", text: `topics (${model.get("topics").length})` }),
       ...model.get("topics").map((t) => h("div", {
-        class: "kl-topic" + (t.topic === current ? " kl-b-sel" : ""), "data-topic": t.topic,
+        class: "kl-topic" + (t.topic === current ? " kl-b-sel" : "") + (t.internal ? " kl-b-internal" : ""),
+        "data-topic": t.topic,
         title: `${t.partitions} partitions, ${t.records} records`,
         onclick: () => model.send({ type: "show", topic: t.topic, partition: 0 }),
       }, h("span", { text: t.topic }), h("span", { class: "kl-b-count", text: String(t.records) }))));
