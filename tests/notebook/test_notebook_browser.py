@@ -464,3 +464,85 @@ def test_a_100000_frame_capture_scrolls_to_its_last_frame(lab, big_capture) -> N
                   f"scroll to end {to_end:.2f} s, filter {filtered:.2f} s")
         finally:
             browser.close()
+
+
+BROWSE_CODE = """\
+import json, time
+from kafka import KafkaConsumer, KafkaProducer
+import kafkalab
+shop = kafkalab.Broker(topics={"orders": 2}, initial_rebalance_delay_ms=0).start()
+producer = KafkaProducer(bootstrap_servers=shop.bootstrap_servers)
+for n in range(30):
+    producer.send("orders", key=f"c{n % 3}".encode(), value=json.dumps({"order": n}).encode(), partition=n % 2,
+                  headers=[("trace", bytes([n, 255]))], timestamp_ms=1_700_000_000_000 + 1000 * n)
+producer.flush()
+reader = KafkaConsumer("orders", bootstrap_servers=shop.bootstrap_servers, group_id="invoicing",
+                       auto_offset_reset="earliest", enable_auto_commit=False)
+deadline, read = time.monotonic() + 60, 0
+while read < 30 and time.monotonic() < deadline:
+    read += sum(len(batch) for batch in reader.poll(timeout_ms=500).values())
+reader.commit()
+producer.send("orders", value=b"after the commit", partition=0)
+producer.flush()
+view = kafkalab.browse(shop, limit=10)
+view"""
+
+
+def test_message_browser_on_a_live_broker(lab) -> None:
+    """Topics listed, records shown (JSON, text, hex), a partition chosen, seek by offset, by time, rendering
+    switched, the group's lag, and following a record produced afterwards, all on the broker in the kernel."""
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(LAB_ROOT[lab] / "browse.ipynb", BROWSE_CODE)
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            open_and_run(page, lab + "lab/tree/browse.ipynb?reset")
+            page.wait_for_selector('.kl-browser[data-topic="orders"][data-partition="0"]')
+            assert page.locator('.kl-topic[data-topic="__consumer_offsets"].kl-b-internal').count() == 1
+            assert page.locator(".kl-record").count() == 10
+            first = page.locator('.kl-record[data-offset="0"] td')
+            assert json.loads(first.nth(3).inner_text()) == {"order": 0} and first.nth(2).inner_text() == "c0"
+            assert first.nth(4).inner_text() == "trace: 00 ff"
+            assert page.locator('.kl-part[data-partition="0"] td').nth(2).inner_text() == "16"   # high watermark
+
+            page.click('.kl-part[data-partition="1"]')                        # the other partition
+            page.wait_for_selector('.kl-browser[data-partition="1"]')
+            page.wait_for_selector('.kl-record[data-offset="0"]')
+            assert json.loads(page.locator('.kl-record[data-offset="0"] td').nth(3).inner_text()) == {"order": 1}
+
+            page.fill(".kl-b-offset", "12")                                   # seek to an offset
+            page.click(".kl-b-seek")
+            page.wait_for_selector('.kl-browser[data-offset="12"]')
+            page.wait_for_function("() => document.querySelector('.kl-record')?.dataset.offset === '12'")
+            assert page.locator(".kl-record").count() == 3                    # 12, 13, 14: the partition's end
+
+            page.fill(".kl-b-time", "2023-11-14T22:13:40")                    # seek to a time: order 20's
+            page.click(".kl-b-seek-time")
+            page.wait_for_function("() => document.querySelector('.kl-record')?.dataset.offset === '10'")
+            assert json.loads(page.locator('.kl-record[data-offset="10"] td').nth(3).inner_text()) == {"order": 21}
+
+            page.select_option(".kl-b-mode", "hex")                          # the rendering, applied by Python
+            page.wait_for_function("() => document.querySelector('.kl-record td:nth-child(4).kl-b-hex')"
+                                   "?.textContent.startsWith('7b 22 6f')")            # the value: {"o...
+            assert page.evaluate(RUN_IN_KERNEL, "print(view.mode, view.offset)") == "hex 10\n"
+
+            group = page.locator('.kl-group[data-group="invoicing"]')
+            assert "Stable" in group.locator(".kl-b-gtitle").inner_text()
+            lags = group.locator(".kl-lag").all_inner_texts()
+            assert [line.split("\t") for line in lags] == [["orders-0", "15", "16", "1"], ["orders-1", "15", "15", "0"]]
+
+            page.click('.kl-topic[data-topic="orders"]')                      # back to partition 0, then follow
+            page.wait_for_selector('.kl-browser[data-partition="0"][data-offset="0"]')
+            page.evaluate(RUN_IN_KERNEL, "view.mode = 'auto'; view.follow(0.2)")
+            page.wait_for_selector('.kl-browser[data-following="true"]')
+            page.evaluate(RUN_IN_KERNEL, "producer.send('orders', value=b'live one', partition=0); producer.flush()")
+            page.wait_for_selector('.kl-record[data-offset="16"]')
+            assert page.locator('.kl-record[data-offset="16"] td').nth(3).inner_text() == "live one"
+            assert page.locator(".kl-record").count() == 10 and page.locator(".kl-record").first.get_attribute(
+                "data-offset") == "7"
+            page.evaluate(RUN_IN_KERNEL, "view.unfollow(); reader.close(); producer.close(); shop.stop()")
+        finally:
+            browser.close()
