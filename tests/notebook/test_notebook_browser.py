@@ -9,6 +9,7 @@ chromium; without one the tests skip, under CI they fail (tests/tools.py).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -259,6 +260,23 @@ def open_and_run(page, url: str) -> None:
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
+@contextlib.contextmanager
+def notebook_page(lab: str, name: str, code: str):
+    """A new notebook ``name`` holding ``code``, opened in Chromium with every cell run; yields the page."""
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(LAB_ROOT[lab] / name, code)
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            open_and_run(page, lab + f"lab/tree/{name}?reset")
+            yield page
+        finally:
+            browser.close()
+
+
 def test_saved_notebook_reopened_untrusted_shows_the_static_snapshot(lab, monkeypatch) -> None:
     """Executed elsewhere (nbclient) and saved: JupyterLab opens it untrusted, so the widget view is not
     rendered and the snapshot output stands in, with the selected field's bytes marked; nbconvert's HTML
@@ -362,27 +380,17 @@ ex"""
 
 
 def test_an_evicted_frame_says_what_happened(lab) -> None:
-    from playwright.sync_api import sync_playwright
-
-    write_notebook(LAB_ROOT[lab] / "evicted.ipynb", EVICTING_CODE)
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            open_and_run(page, lab + "lab/tree/evicted.ipynb?reset")
-            page.wait_for_selector('.kl-row[data-frame="5"]')
-            page.click('.kl-row[data-frame="2"]')
-            page.wait_for_selector('.kl-explorer[data-notice*="frame 2 is not in the journal"]')
-            assert "not available" in page.locator(".kl-title").inner_text()
-            assert "holds frames 4..8" in page.locator(".kl-missing").inner_text()
-            assert page.locator(".kl-node").count() == 0 and page.locator(".kl-byte").count() == 0
-            page.click('.kl-row[data-frame="5"]')
-            page.wait_for_selector('.kl-explorer[data-notice=""]')
-            page.wait_for_selector('.kl-node[data-path="acks"]')
-            assert page.locator(".kl-byte").count() == len(b"x" * 197)
-        finally:
-            browser.close()
+    with notebook_page(lab, "evicted.ipynb", EVICTING_CODE) as page:
+        page.wait_for_selector('.kl-row[data-frame="5"]')
+        page.click('.kl-row[data-frame="2"]')
+        page.wait_for_selector('.kl-explorer[data-notice*="frame 2 is not in the journal"]')
+        assert "not available" in page.locator(".kl-title").inner_text()
+        assert "holds frames 4..8" in page.locator(".kl-missing").inner_text()
+        assert page.locator(".kl-node").count() == 0 and page.locator(".kl-byte").count() == 0
+        page.click('.kl-row[data-frame="5"]')
+        page.wait_for_selector('.kl-explorer[data-notice=""]')
+        page.wait_for_selector('.kl-node[data-path="acks"]')
+        assert page.locator(".kl-byte").count() == len(b"x" * 197)
 
 
 BIG_CODE = """\
@@ -491,58 +499,48 @@ view"""
 def test_message_browser_on_a_live_broker(lab) -> None:
     """Topics listed, records shown (JSON, text, hex), a partition chosen, seek by offset, by time, rendering
     switched, the group's lag, and following a record produced afterwards, all on the broker in the kernel."""
-    from playwright.sync_api import sync_playwright
+    with notebook_page(lab, "browse.ipynb", BROWSE_CODE) as page:
+        page.wait_for_selector('.kl-browser[data-topic="orders"][data-partition="0"]')
+        assert page.locator('.kl-topic[data-topic="__consumer_offsets"].kl-b-internal').count() == 1
+        assert page.locator(".kl-record").count() == 10
+        first = page.locator('.kl-record[data-offset="0"] td')
+        assert json.loads(first.nth(3).inner_text()) == {"order": 0} and first.nth(2).inner_text() == "c0"
+        assert first.nth(4).inner_text() == "trace: 00 ff"
+        assert page.locator('.kl-part[data-partition="0"] td').nth(2).inner_text() == "16"   # high watermark
 
-    write_notebook(LAB_ROOT[lab] / "browse.ipynb", BROWSE_CODE)
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            open_and_run(page, lab + "lab/tree/browse.ipynb?reset")
-            page.wait_for_selector('.kl-browser[data-topic="orders"][data-partition="0"]')
-            assert page.locator('.kl-topic[data-topic="__consumer_offsets"].kl-b-internal').count() == 1
-            assert page.locator(".kl-record").count() == 10
-            first = page.locator('.kl-record[data-offset="0"] td')
-            assert json.loads(first.nth(3).inner_text()) == {"order": 0} and first.nth(2).inner_text() == "c0"
-            assert first.nth(4).inner_text() == "trace: 00 ff"
-            assert page.locator('.kl-part[data-partition="0"] td').nth(2).inner_text() == "16"   # high watermark
+        page.click('.kl-part[data-partition="1"]')                        # the other partition
+        page.wait_for_selector('.kl-browser[data-partition="1"]')
+        page.wait_for_selector('.kl-record[data-offset="0"]')
+        assert json.loads(page.locator('.kl-record[data-offset="0"] td').nth(3).inner_text()) == {"order": 1}
 
-            page.click('.kl-part[data-partition="1"]')                        # the other partition
-            page.wait_for_selector('.kl-browser[data-partition="1"]')
-            page.wait_for_selector('.kl-record[data-offset="0"]')
-            assert json.loads(page.locator('.kl-record[data-offset="0"] td').nth(3).inner_text()) == {"order": 1}
+        page.fill(".kl-b-offset", "12")                                   # seek to an offset
+        page.click(".kl-b-seek")
+        page.wait_for_selector('.kl-browser[data-offset="12"]')
+        page.wait_for_function("() => document.querySelector('.kl-record')?.dataset.offset === '12'")
+        assert page.locator(".kl-record").count() == 3                    # 12, 13, 14: the partition's end
 
-            page.fill(".kl-b-offset", "12")                                   # seek to an offset
-            page.click(".kl-b-seek")
-            page.wait_for_selector('.kl-browser[data-offset="12"]')
-            page.wait_for_function("() => document.querySelector('.kl-record')?.dataset.offset === '12'")
-            assert page.locator(".kl-record").count() == 3                    # 12, 13, 14: the partition's end
+        page.fill(".kl-b-time", "2023-11-14T22:13:40")                    # seek to a time: order 20's
+        page.click(".kl-b-seek-time")
+        page.wait_for_function("() => document.querySelector('.kl-record')?.dataset.offset === '10'")
+        assert json.loads(page.locator('.kl-record[data-offset="10"] td').nth(3).inner_text()) == {"order": 21}
 
-            page.fill(".kl-b-time", "2023-11-14T22:13:40")                    # seek to a time: order 20's
-            page.click(".kl-b-seek-time")
-            page.wait_for_function("() => document.querySelector('.kl-record')?.dataset.offset === '10'")
-            assert json.loads(page.locator('.kl-record[data-offset="10"] td').nth(3).inner_text()) == {"order": 21}
+        page.select_option(".kl-b-mode", "hex")                          # the rendering, applied by Python
+        page.wait_for_function("() => document.querySelector('.kl-record td:nth-child(4).kl-b-hex')"
+                               "?.textContent.startsWith('7b 22 6f')")            # the value: {"o...
+        assert page.evaluate(RUN_IN_KERNEL, "print(view.mode, view.offset)") == "hex 10\n"
 
-            page.select_option(".kl-b-mode", "hex")                          # the rendering, applied by Python
-            page.wait_for_function("() => document.querySelector('.kl-record td:nth-child(4).kl-b-hex')"
-                                   "?.textContent.startsWith('7b 22 6f')")            # the value: {"o...
-            assert page.evaluate(RUN_IN_KERNEL, "print(view.mode, view.offset)") == "hex 10\n"
+        group = page.locator('.kl-group[data-group="invoicing"]')
+        assert "Stable" in group.locator(".kl-b-gtitle").inner_text()
+        lags = group.locator(".kl-lag").all_inner_texts()
+        assert [line.split("\t") for line in lags] == [["orders-0", "15", "16", "1"], ["orders-1", "15", "15", "0"]]
 
-            group = page.locator('.kl-group[data-group="invoicing"]')
-            assert "Stable" in group.locator(".kl-b-gtitle").inner_text()
-            lags = group.locator(".kl-lag").all_inner_texts()
-            assert [line.split("\t") for line in lags] == [["orders-0", "15", "16", "1"], ["orders-1", "15", "15", "0"]]
-
-            page.click('.kl-topic[data-topic="orders"]')                      # back to partition 0, then follow
-            page.wait_for_selector('.kl-browser[data-partition="0"][data-offset="0"]')
-            page.evaluate(RUN_IN_KERNEL, "view.mode = 'auto'; view.follow(0.2)")
-            page.wait_for_selector('.kl-browser[data-following="true"]')
-            page.evaluate(RUN_IN_KERNEL, "producer.send('orders', value=b'live one', partition=0); producer.flush()")
-            page.wait_for_selector('.kl-record[data-offset="16"]')
-            assert page.locator('.kl-record[data-offset="16"] td').nth(3).inner_text() == "live one"
-            assert page.locator(".kl-record").count() == 10 and page.locator(".kl-record").first.get_attribute(
-                "data-offset") == "7"
-            page.evaluate(RUN_IN_KERNEL, "view.unfollow(); reader.close(); producer.close(); shop.stop()")
-        finally:
-            browser.close()
+        page.click('.kl-topic[data-topic="orders"]')                      # back to partition 0, then follow
+        page.wait_for_selector('.kl-browser[data-partition="0"][data-offset="0"]')
+        page.evaluate(RUN_IN_KERNEL, "view.mode = 'auto'; view.follow(0.2)")
+        page.wait_for_selector('.kl-browser[data-following="true"]')
+        page.evaluate(RUN_IN_KERNEL, "producer.send('orders', value=b'live one', partition=0); producer.flush()")
+        page.wait_for_selector('.kl-record[data-offset="16"]')
+        assert page.locator('.kl-record[data-offset="16"] td').nth(3).inner_text() == "live one"
+        assert page.locator(".kl-record").count() == 10 and page.locator(".kl-record").first.get_attribute(
+            "data-offset") == "7"
+        page.evaluate(RUN_IN_KERNEL, "view.unfollow(); reader.close(); producer.close(); shop.stop()")
