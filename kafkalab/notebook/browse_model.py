@@ -15,7 +15,7 @@ from kafkalab.protocol.payloads import ASSIGNMENT, CONSUMER, decode_payload
 from kafkalab.protocol.records import decode_records
 
 RENDERINGS = ("auto", "json", "text", "hex")
-READ_BYTES = 1 << 20            # bytes of log read per page at most (whole batches; at least one)
+READ_BYTES = 64 * 1024        # bytes of log decoded per step (whole batches, at least one): a page costs little
 
 
 def render(value: bytes | None, mode: str = "auto") -> dict:

@@ -142,3 +142,12 @@ def test_follow_moves_the_page_to_new_records_and_the_snapshot_shows_them() -> N
         html = view.snapshot_html()
         assert "kafkalab browser · 1 topics" in html and "m4" in html and "m1" not in html
         assert ">live-0 records<" in html
+
+
+def test_a_saved_notebook_gets_the_snapshot_beside_the_widget_view(broker) -> None:
+    view = browse(broker, topic="orders", limit=3)
+    data, _ = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    html = data["text/html"]
+    assert html.startswith('<div class="kl-browse-snapshot"') and ">orders-0 records<" in html
+    assert "k2" in html and "k3" not in html and "plain text" not in html           # the page shown, no more
