@@ -2,7 +2,8 @@
 
 What it owns: the synced state (the list's totals and version, the filter text and its error, the sort, the
 selected frame, its place in the list and field path, the view of the selected frame, notices, Expert Info)
-and the Python API (``select``, ``select_byte``, ``go_to``, ``rows_at``, ``append``, ``follow``). The
+and the Python API (``select``, ``select_byte``, ``go_to``, ``follow_connection``, ``rows_at``, ``append``,
+``follow``). The
 browser half (``static/explorer.js``, ``static/explorer.css``, shipped in the package, no CDN) draws the
 panes, asks for the rows it is about to show (custom messages, a page at a time), and writes back
 ``selected_frame``/``selected_path``/``filter_text``/``sort`` when the user clicks or types. The logic that
@@ -180,6 +181,8 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
                        "rows": rows})
         elif kind == "goto":
             self.go_to(int(content.get("frame", 0)))
+        elif kind == "connection":
+            self.follow_connection(int(content.get("frame", 0)))
 
     def go_to(self, number: int) -> None:
         """Select frame ``number`` (the list scrolls to it); a notice says why when it cannot be shown."""
@@ -189,6 +192,16 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
         self.selected_frame = number
         if self.selected_index < 0:
             self.notice = f"frame {number} is hidden by the filter"
+
+    def follow_connection(self, number: int | None = None) -> str:
+        """Show only the connection frame ``number`` (default: the selected one) belongs to, as Wireshark's
+        "Follow TCP stream" does: the filter becomes ``stream == N``, which this returns."""
+        number = self.selected_frame if number is None else number
+        row = self._listing.row_of(number) if number else -1
+        if row < 0:
+            raise KeyError(f"there is no frame {number}")
+        self.filter_text = f"stream == {int(self._listing.table['stream'].iat[row])}"
+        return self.filter_text
 
     def _span(self) -> str:
         table = self._listing.table

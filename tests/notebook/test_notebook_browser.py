@@ -243,6 +243,11 @@ def test_explorer_in_jupyterlab(lab) -> None:
             assert "1 × trailing bytes: N after the body" in page.locator(".kl-expert-item").inner_text()
             page.click('.kl-expert-frame[data-frame="4"]')
             page.wait_for_selector('.kl-row[data-frame="4"].kl-selected')
+
+            # "this connection only": the list is filtered to the selected frame's stream
+            page.click('.kl-connection[data-frame="4"]')
+            page.wait_for_function("() => document.querySelector('.kl-filter').value === 'stream == 0'")
+            assert page.evaluate(RUN_IN_KERNEL, "print(ex.filter_text, ex.match_total)") == "stream == 0 4\n"
             if os.environ.get("KAFKALAB_SCREENSHOT"):       # a picture for humans reviewing the layout
                 page.locator(".kl-explorer").screenshot(path=os.environ["KAFKALAB_SCREENSHOT"])
         finally:

@@ -315,3 +315,31 @@ def test_selected_bytes_follow_the_buffer(explorer, demo) -> None:
     assert explorer.selected_bytes == b"order-1"                  # from the inflated buffer
     explorer.select("acks")
     assert explorer.selected_bytes == demo[1].raw[29:31] == b"\xff\xff"
+
+
+def test_following_one_connection_filters_the_list_to_its_stream() -> None:
+    from kafka import KafkaProducer
+
+    from kafkalab import Broker, explore
+
+    with Broker(topics={"t": 1}) as broker:
+        for client in ("one", "two"):
+            producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, client_id=client)
+            producer.send("t", b"from " + client.encode())
+            producer.flush()
+            producer.close()
+        ex = explore(broker)
+        table = ex.frames
+        produce = int(table[(table.api_name == "Produce") & (table.client_id == "two")].frame.iloc[0])
+        stream = int(table.set_index("frame").stream[produce])
+        ex._on_message(ex, {"type": "connection", "frame": produce}, [])      # the button's message
+        assert ex.filter_text == f"stream == {stream}" and ex.filter_error == ""
+        shown = ex.rows_at(0, 1000)
+        assert 0 < len(shown) == ex.match_total < ex.row_total
+        assert {r["frame"] for r in shown} == set(table[table.stream == stream].frame)
+        assert {tuple(sorted((r["src"], r["dst"]))) for r in shown} == \
+            {tuple(sorted(table[table.frame == produce][["src", "dst"]].iloc[0]))}           # one connection
+        ex.filter_text = ""
+        assert ex.follow_connection(shown[0]["frame"]) == f"stream == {stream}"
+        with pytest.raises(KeyError, match="no frame 99999"):
+            ex.follow_connection(99999)

@@ -322,8 +322,10 @@ function render({ model, el }) {
       const partner = view.partner == null ? null : h("button", { class: "kl-partner", "data-frame": String(view.partner),
         text: view.partner > view.frame ? `response #${view.partner} →` : `← request #${view.partner}`,
         title: "go to the other half of this exchange" });
+      const connection = view.frame ? h("button", { class: "kl-connection", "data-frame": String(view.frame),
+        text: "this connection only", title: "filter the list to this frame's connection (stream == N)" }) : null;
       title.replaceChildren(h("span", { text: view.frame ? `#${view.frame} ${view.title || ""}` : "no frame selected" }),
-        ...(partner ? [partner] : []), ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
+        ...(partner ? [partner] : []), ...(connection ? [connection] : []), ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
     }
     tree.replaceChildren();
     if (nodes().length) tree.append(drawNode(0));
@@ -352,6 +354,8 @@ function render({ model, el }) {
   title.addEventListener("click", (event) => {
     const button = event.target.closest(".kl-partner");
     if (button) model.send({ type: "goto", frame: Number(button.dataset.frame) });
+    const connection = event.target.closest(".kl-connection");
+    if (connection) model.send({ type: "connection", frame: Number(connection.dataset.frame) });
   });
 
   tree.addEventListener("click", (event) => {
