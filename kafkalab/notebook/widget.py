@@ -2,7 +2,7 @@
 
 What it owns: the synced state (the list's totals and version, the filter text and its error, the sort, the
 selected frame, its place in the list and field path, the view of the selected frame, notices, Expert Info)
-and the Python API (``select``, ``select_byte``, ``go_to``, ``follow_connection``, ``rows_at``, ``append``,
+and the Python API (``select``, ``select_byte``, ``go_to``, ``follow_connection``, ``show_sequence``, ``rows_at``, ``append``,
 ``follow``). The
 browser half (``static/explorer.js``, ``static/explorer.css``, shipped in the package, no CDN) draws the
 panes, asks for the rows it is about to show (custom messages, a page at a time), and writes back
@@ -62,6 +62,7 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
     expert = traitlets.List(traitlets.Dict()).tag(sync=True)   # diagnostics grouped, most frequent first
     view = traitlets.Dict(default_value={}).tag(sync=True)
     following = traitlets.Bool(False).tag(sync=True)
+    sequence = traitlets.Unicode("").tag(sync=True)      # a connection's sequence diagram (SVG); "" hides it
     height = traitlets.Unicode("560px").tag(sync=True)
 
     def __init__(self, source: Any = (), *, select: str | None = None, follow: bool | float = False,
@@ -183,6 +184,8 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
             self.go_to(int(content.get("frame", 0)))
         elif kind == "connection":
             self.follow_connection(int(content.get("frame", 0)))
+        elif kind == "sequence":
+            self.show_sequence(int(content.get("frame", 0))) if content.get("show") else self.hide_sequence()
 
     def go_to(self, number: int) -> None:
         """Select frame ``number`` (the list scrolls to it); a notice says why when it cannot be shown."""
@@ -196,12 +199,27 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
     def follow_connection(self, number: int | None = None) -> str:
         """Show only the connection frame ``number`` (default: the selected one) belongs to, as Wireshark's
         "Follow TCP stream" does: the filter becomes ``stream == N``, which this returns."""
+        self.filter_text = f"stream == {self._stream_of(number)}"
+        return self.filter_text
+
+    def show_sequence(self, number: int | None = None) -> str:
+        """Draw the sequence diagram of the connection frame ``number`` (default: the selected one) belongs to
+        above the tree; clicking an arrow selects its frame. Returns the SVG (``hide_sequence()`` removes it)."""
+        from .plots import sequence_diagram
+
+        self.sequence = sequence_diagram(self.frames, self._stream_of(number)).svg
+        return self.sequence
+
+    def hide_sequence(self) -> None:
+        self.sequence = ""
+
+    def _stream_of(self, number: int | None) -> int:
+        """The connection (``stream``) of frame ``number``, default the selected one."""
         number = self.selected_frame if number is None else number
         row = self._listing.row_of(number) if number else -1
         if row < 0:
             raise KeyError(f"there is no frame {number}")
-        self.filter_text = f"stream == {int(self._listing.table['stream'].iat[row])}"
-        return self.filter_text
+        return int(self._listing.table["stream"].iat[row])
 
     def _span(self) -> str:
         table = self._listing.table

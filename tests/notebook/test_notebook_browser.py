@@ -248,6 +248,15 @@ def test_explorer_in_jupyterlab(lab) -> None:
             page.click('.kl-connection[data-frame="4"]')
             page.wait_for_function("() => document.querySelector('.kl-filter').value === 'stream == 0'")
             assert page.evaluate(RUN_IN_KERNEL, "print(ex.filter_text, ex.match_total)") == "stream == 0 4\n"
+
+            # the connection's sequence diagram: clicking an arrow selects its frame
+            page.click(".kl-sequence-toggle")
+            arrow = '.kl-sequence line.arrow[data-frame="{}"]'          # a horizontal line: no height, so
+            page.wait_for_selector(arrow.format(4) + ".kl-seq-sel", state="attached")   # never "visible"
+            page.dispatch_event(arrow.format(2), "click")
+            page.wait_for_selector('.kl-row[data-frame="2"].kl-selected')
+            page.wait_for_selector(arrow.format(2) + ".kl-seq-sel", state="attached")
+            assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_frame)") == "2\n"
             if os.environ.get("KAFKALAB_SCREENSHOT"):       # a picture for humans reviewing the layout
                 page.locator(".kl-explorer").screenshot(path=os.environ["KAFKALAB_SCREENSHOT"])
         finally:

@@ -343,3 +343,19 @@ def test_following_one_connection_filters_the_list_to_its_stream() -> None:
         assert ex.follow_connection(shown[0]["frame"]) == f"stream == {stream}"
         with pytest.raises(KeyError, match="no frame 99999"):
             ex.follow_connection(99999)
+
+
+def test_the_sequence_diagram_of_a_connection_selects_frames(explorer) -> None:
+    import re
+
+    svg = explorer.show_sequence()
+    table = explorer.frames
+    stream = int(table.set_index("frame").stream[explorer.selected_frame])
+    drawn = sorted(int(n) for n in re.findall(r'<line class="arrow [a-z]+" data-frame="(\d+)"', svg))
+    assert drawn == sorted(int(f) for f in table[table.stream == stream].frame) and explorer.sequence == svg
+    explorer._on_message(explorer, {"type": "goto", "frame": drawn[-1]}, [])    # an arrow clicked
+    assert explorer.selected_frame == drawn[-1]
+    explorer._on_message(explorer, {"type": "sequence", "show": False}, [])
+    assert explorer.sequence == ""
+    with pytest.raises(KeyError, match="no frame 4242"):
+        explorer.show_sequence(4242)

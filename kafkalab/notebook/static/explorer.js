@@ -80,6 +80,9 @@ function render({ model, el }) {
   const goto = h("input", { class: "kl-goto", type: "number", min: "1", placeholder: "go to #" });
   const expertToggle = h("button", { class: "kl-expert-toggle", title: "Expert Info: every diagnostic, grouped" });
   const expertPanel = h("div", { class: "kl-expert", style: "display:none" });
+  const sequenceToggle = h("button", { class: "kl-sequence-toggle", text: "Sequence",
+    title: "the selected frame's connection as a sequence diagram; click an arrow to select its frame" });
+  const sequencePanel = h("div", { class: "kl-sequence" });
   const count = h("span", { class: "kl-count" });
   const live = h("span", { class: "kl-live", text: "● live" });
   const message = h("div", { class: "kl-message" });
@@ -96,8 +99,8 @@ function render({ model, el }) {
   const bytesPane = h("div", { class: "kl-bytes" }, h("div", { class: "kl-bytebar" }, tabs, copy), hex);
   const vsplit = h("div", { class: "kl-vsplit", title: "drag to resize" });
   const root = h("div", { class: "kl-explorer" },
-    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, count, live),
-    message, expertPanel, list, split, title,
+    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, sequenceToggle, count, live),
+    message, expertPanel, sequencePanel, list, split, title,
     h("div", { class: "kl-panes" }, tree, vsplit, bytesPane));
   el.append(root);
 
@@ -301,6 +304,29 @@ function render({ model, el }) {
     const target = event.target.closest("[data-frame]");
     if (target) model.send({ type: "goto", frame: Number(target.dataset.frame) });
   });
+
+  // ---------------------------------------------------------------- sequence diagram (drawn by Python)
+  function drawSequence() {
+    sequencePanel.innerHTML = model.get("sequence");   // SVG made by kafkalab.notebook.plots, text escaped
+    sequencePanel.style.display = model.get("sequence") ? "" : "none";
+    markSequence();
+  }
+  function markSequence() {
+    const selected = String(model.get("selected_frame"));
+    for (const g of sequencePanel.querySelectorAll(".arrow[data-frame]")) {
+      g.classList.toggle("kl-seq-sel", g.dataset.frame === selected);
+    }
+  }
+  sequenceToggle.addEventListener("click", () => {
+    model.send({ type: "sequence", show: !model.get("sequence"), frame: model.get("selected_frame") });
+  });
+  sequencePanel.addEventListener("click", (event) => {
+    const target = event.target.closest("[data-frame]");
+    if (target) model.send({ type: "goto", frame: Number(target.dataset.frame) });
+  });
+  model.on("change:sequence", drawSequence);
+  model.on("change:selected_frame", markSequence);
+  drawSequence();
 
   // ---------------------------------------------------------------- resizable split
   dragger(split, () => list.getBoundingClientRect().height, (start, dx, dy) => {
