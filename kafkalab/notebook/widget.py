@@ -213,6 +213,22 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
     def hide_sequence(self) -> None:
         self.sequence = ""
 
+    def write_pcap(self, path_or_file) -> int:
+        """Write the frames the list shows (filtered, in frame order) as a pcap that tshark and
+        :func:`kafkalab.read_capture` open; returns the number of frames. Frames whose bytes are gone (evicted
+        from a broker's journal) are left out."""
+        from kafkalab.broker.journal import write_tcp_pcap
+
+        with self._lock:
+            numbers = sorted(int(n) for n in self._listing.table["frame"].to_numpy()[self._listing.order])
+        frames = []
+        for number in numbers:
+            try:
+                frames.append(self.frame(number))
+            except (KeyError, IndexError):
+                continue
+        return write_tcp_pcap(frames, path_or_file)
+
     def _stream_of(self, number: int | None) -> int:
         """The connection (``stream``) of frame ``number``, default the selected one."""
         number = self.selected_frame if number is None else number

@@ -359,3 +359,34 @@ def test_the_sequence_diagram_of_a_connection_selects_frames(explorer) -> None:
     assert explorer.sequence == ""
     with pytest.raises(KeyError, match="no frame 4242"):
         explorer.show_sequence(4242)
+
+
+def test_the_shown_frames_export_as_a_pcap_that_tshark_and_kafkalab_read(tmp_path) -> None:
+    import subprocess
+
+    from kafka import KafkaProducer
+
+    from kafkalab import Broker, explore, read_capture
+    from tests.tools import require_tool
+
+    with Broker(topics={"t": 1}) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        for n in range(3):
+            producer.send("t", b"v%d" % n).get(timeout=30)
+        producer.close()
+        ex = explore(broker)
+        ex.filter_text = 'api_name == "Produce"'
+        shown = [r["frame"] for r in ex.rows_at(0, 1000)]
+        assert len(shown) == 6 and ex.match_total < ex.row_total
+        assert ex.write_pcap(tmp_path / "produce.pcap") == 6
+    cap = read_capture(tmp_path / "produce.pcap")
+    again = cap.frames
+    assert list(again.api_name) == ["Produce"] * 6 and list(again.kind) == ["request", "response"] * 3
+    originals = [ex.frame(n) for n in shown]
+    assert [cap[int(n)].raw for n in again.frame] == [f.raw for f in originals]      # byte for byte
+    tshark = require_tool("tshark")
+    out = subprocess.run([tshark, "-r", str(tmp_path / "produce.pcap"), "-d", f"tcp.port=={broker.port},kafka",
+                          "-Y", "kafka", "-T", "fields", "-E", "separator=,", "-e", "kafka.correlation_id",
+                          "-e", "kafka.api_key"], capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    correlations = [int(f.correlation_id) for f in originals]
+    assert out == [f"{c},0" if f.kind == "request" else f"{c}," for c, f in zip(correlations, originals)]
