@@ -15,6 +15,7 @@ the deepest node. A saved notebook shows a static snapshot (:class:`.snapshotted
 """
 from __future__ import annotations
 
+import io
 import threading
 from pathlib import Path
 from typing import Any, Iterable
@@ -184,6 +185,10 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
             self.go_to(int(content.get("frame", 0)))
         elif kind == "connection":
             self.follow_connection(int(content.get("frame", 0)))
+        elif kind == "pcap":                 # "Save pcap": the shown frames, downloaded by the browser
+            out = io.BytesIO()
+            count = self.write_pcap(out)
+            self.send({"type": "pcap", "name": "kafkalab-frames.pcap", "frames": count}, [out.getvalue()])
         elif kind == "sequence":
             self.show_sequence(int(content.get("frame", 0))) if content.get("show") else self.hide_sequence()
 

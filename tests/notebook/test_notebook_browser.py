@@ -248,6 +248,12 @@ def test_explorer_in_jupyterlab(lab) -> None:
             page.click('.kl-connection[data-frame="4"]')
             page.wait_for_function("() => document.querySelector('.kl-filter').value === 'stream == 0'")
             assert page.evaluate(RUN_IN_KERNEL, "print(ex.filter_text, ex.match_total)") == "stream == 0 4\n"
+            with page.expect_download() as download:                          # "Save pcap": the shown frames
+                page.click(".kl-save-pcap")
+            saved = LAB_ROOT[lab] / "saved.pcap"
+            download.value.save_as(saved)
+            assert page.evaluate(RUN_IN_KERNEL, "import kafkalab\nprint([f.raw for f in kafkalab.read_capture("
+                                                "'saved.pcap')] == [ex.frame(n).raw for n in (1, 2, 3, 4)])") == "True\n"
 
             # the connection's sequence diagram: clicking an arrow selects its frame
             page.click(".kl-sequence-toggle")

@@ -83,6 +83,8 @@ function render({ model, el }) {
   const sequenceToggle = h("button", { class: "kl-sequence-toggle", text: "Sequence",
     title: "the selected frame's connection as a sequence diagram; click an arrow to select its frame" });
   const sequencePanel = h("div", { class: "kl-sequence" });
+  const savePcap = h("button", { class: "kl-save-pcap", text: "Save pcap", title: "download the frames the list shows as a pcap",
+    onclick: () => model.send({ type: "pcap" }) });
   const count = h("span", { class: "kl-count" });
   const live = h("span", { class: "kl-live", text: "● live" });
   const message = h("div", { class: "kl-message" });
@@ -99,7 +101,7 @@ function render({ model, el }) {
   const bytesPane = h("div", { class: "kl-bytes" }, h("div", { class: "kl-bytebar" }, tabs, copy), hex);
   const vsplit = h("div", { class: "kl-vsplit", title: "drag to resize" });
   const root = h("div", { class: "kl-explorer" },
-    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, sequenceToggle, count, live),
+    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, sequenceToggle, savePcap, count, live),
     message, expertPanel, sequencePanel, list, split, title,
     h("div", { class: "kl-panes" }, tree, vsplit, bytesPane));
   el.append(root);
@@ -218,7 +220,8 @@ function render({ model, el }) {
   }
 
   list.addEventListener("scroll", scheduleDraw);
-  function onMessage(msg) {
+  function onMessage(msg, buffers) {
+    if (msg && msg.type === "pcap" && buffers && buffers.length) return download(msg.name, buffers[0]);
     if (!msg || msg.type !== "rows" || msg.version !== rows.version) return;
     rows.pending.delete(Math.floor(msg.start / PAGE));
     if (rows.cache.size > CACHE_MAX) rows.cache.clear();
@@ -327,6 +330,14 @@ function render({ model, el }) {
   model.on("change:sequence", drawSequence);
   model.on("change:selected_frame", markSequence);
   drawSequence();
+
+  function download(name, data) {
+    const bytes = data instanceof DataView ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : data;
+    const link = h("a", { href: URL.createObjectURL(new Blob([bytes], { type: "application/vnd.tcpdump.pcap" })), download: name });
+    root.append(link);
+    link.click();
+    link.remove();
+  }
 
   // ---------------------------------------------------------------- resizable split
   dragger(split, () => list.getBoundingClientRect().height, (start, dx, dy) => {
