@@ -3,14 +3,15 @@
 The codec lives in :mod:`kafkalab.protocol` (sans-IO, every API key and version); the dissector's text and
 table views in :mod:`kafkalab.dissect`; captures in :mod:`kafkalab.capture` (``read_capture``,
 ``iter_frames``); the in-process broker in :mod:`kafkalab.broker` (``Broker``); notebook display and the
-explorer widget in :mod:`kafkalab.notebook` (``explore``); the command line in :mod:`kafkalab.cli`.
+explorer and message browser widgets in :mod:`kafkalab.notebook` (``explore``, ``browse``); the command line
+in :mod:`kafkalab.cli`.
 """
 import sys as _sys
 
 __version__ = "0.1.0"
 
 _LAZY = {"Broker": "broker", "read_capture": "capture", "iter_frames": "capture", "sniff": "capture",
-         "write_frames": "capture", "explore": "notebook"}
+         "write_frames": "capture", "explore": "notebook", "browse": "notebook"}
 
 
 def __getattr__(name: str):

@@ -92,21 +92,7 @@ class Journal:
         """The journal as a pcap (Ethernet/IP/TCP, nanosecond timestamps): a handshake before each connection's
         first journaled frame, every frame sent by its side at its journal time, a FIN exchange after the
         connection's last one. Returns the number of Kafka frames written."""
-        entries = self.entries()
-        last = {entry.stream: i for i, entry in enumerate(entries)}
-        connections: dict[int, object] = {}
-        with TcpPcapWriter(path_or_file) as writer:
-            for i, entry in enumerate(entries):
-                conn = connections.get(entry.stream)
-                from_client = entry.kind == "request"
-                if conn is None:
-                    client, server = (entry.src, entry.dst) if from_client else (entry.dst, entry.src)
-                    conn = connections[entry.stream] = writer.open_connection(
-                        parse_endpoint(client), parse_endpoint(server), entry.ts)
-                writer.send(conn, from_client, entry.raw, entry.ts)
-                if i == last[entry.stream]:
-                    writer.close(conn, entry.ts)
-        return len(entries)
+        return write_tcp_pcap(self.entries(), path_or_file)
 
     def _frame(self, entry: JournalEntry) -> Frame:
         frame = entry.cached
@@ -123,6 +109,27 @@ class Journal:
             if note not in frame.diagnostics:
                 frame.diagnostics.append(note)
         return frame
+
+
+def write_tcp_pcap(frames, path_or_file) -> int:
+    """Frames (journal entries or :class:`Frame` objects: ``ts``, ``stream``, ``src``, ``dst``, ``kind``,
+    ``raw``) as a pcap, in the order given: a handshake before each connection's first frame, every frame sent
+    by its side at its time, a FIN exchange after the connection's last one. Returns the number written."""
+    frames = list(frames)
+    last = {f.stream: i for i, f in enumerate(frames)}
+    connections: dict[int, object] = {}
+    with TcpPcapWriter(path_or_file) as writer:
+        for i, f in enumerate(frames):
+            conn = connections.get(f.stream)
+            from_client = f.kind == "request"
+            if conn is None:
+                client, server = (f.src, f.dst) if from_client else (f.dst, f.src)
+                conn = connections[f.stream] = writer.open_connection(parse_endpoint(client), parse_endpoint(server),
+                                                                      f.ts)
+            writer.send(conn, from_client, f.raw, f.ts)
+            if i == last[f.stream]:
+                writer.close(conn, f.ts)
+    return len(frames)
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:

@@ -228,8 +228,8 @@ LIVE_NOTE = (f'<div style="{MONO};{MUTED}">kafkalab Explorer (live view: run the
              f'interactively)</div>')
 SNAPSHOT_SWITCH = (  # trusted outputs keep <style>; untrusted ones drop it and show both outputs, harmlessly
     "<style>"
-    ".jp-OutputArea-child:has(.kl-snapshot):has(+ .jp-OutputArea-child .kl-explorer){display:none}"
-    ".jp-OutputArea-child:has(.kl-snapshot) + .jp-OutputArea-child:not(:has(.kl-explorer)){display:none}"
+    ".jp-OutputArea-child:has(.kl-snapshot):has(+ .jp-OutputArea-child :is(.kl-explorer,.kl-browser)){display:none}"
+    ".jp-OutputArea-child:has(.kl-snapshot) + .jp-OutputArea-child:not(:has(.kl-explorer,.kl-browser)){display:none}"
     "</style>")
 
 

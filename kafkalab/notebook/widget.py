@@ -2,7 +2,8 @@
 
 What it owns: the synced state (the list's totals and version, the filter text and its error, the sort, the
 selected frame, its place in the list and field path, the view of the selected frame, notices, Expert Info)
-and the Python API (``select``, ``select_byte``, ``go_to``, ``rows_at``, ``append``, ``follow``). The
+and the Python API (``select``, ``select_byte``, ``go_to``, ``follow_connection``, ``show_sequence``, ``rows_at``, ``append``,
+``follow``). The
 browser half (``static/explorer.js``, ``static/explorer.css``, shipped in the package, no CDN) draws the
 panes, asks for the rows it is about to show (custom messages, a page at a time), and writes back
 ``selected_frame``/``selected_path``/``filter_text``/``sort`` when the user clicks or types. The logic that
@@ -10,10 +11,11 @@ needs no widget library lives in :mod:`.model` and :mod:`.listing`.
 
 Selection: ``selected_path`` is the public identity of a field (``topic_data[0].name``); the view's nodes
 carry their byte spans and the buffer they refer to, so either side can resolve a path to bytes or a byte to
-the deepest node. A saved notebook shows a static snapshot (see ``_ipython_display_``).
+the deepest node. A saved notebook shows a static snapshot (:class:`.snapshotted.Snapshotted`).
 """
 from __future__ import annotations
 
+import io
 import threading
 from pathlib import Path
 from typing import Any, Iterable
@@ -25,18 +27,25 @@ from kafkalab.dissect.filter import FilterError
 from kafkalab.dissect.frame import Frame, frames_table
 
 from . import model
-from .html import LIVE_NOTE, explorer_snapshot_html, snapshot_switch
+from .html import explorer_snapshot_html
 from .listing import Listing
+from .snapshotted import Snapshotted
 
 STATIC = Path(__file__).parent / "static"
 
 
-class Explorer(anywidget.AnyWidget):
+def esm(name: str) -> str:
+    """A widget's browser module: the shared ``dom.js`` helpers, then ``static/<name>`` (anywidget loads one
+    module, so the shared part is put in front rather than imported)."""
+    return (STATIC / "dom.js").read_text() + (STATIC / name).read_text()
+
+
+class Explorer(Snapshotted, anywidget.AnyWidget):
     """``Explorer(source, select=path, follow=False)``: a Frame, a list of Frames, a Capture (``cap[n]``) or a
     Broker/Journal (``.frame(n)``), all with the data-model ``frames`` table. ``follow=True`` (or a poll
     interval in seconds) keeps appending the source's new frames."""
 
-    _esm = STATIC / "explorer.js"
+    _esm = esm("explorer.js")
     _css = STATIC / "explorer.css"
 
     columns = traitlets.List(traitlets.Unicode(), default_value=model.LIST_COLUMNS).tag(sync=True)
@@ -54,6 +63,7 @@ class Explorer(anywidget.AnyWidget):
     expert = traitlets.List(traitlets.Dict()).tag(sync=True)   # diagnostics grouped, most frequent first
     view = traitlets.Dict(default_value={}).tag(sync=True)
     following = traitlets.Bool(False).tag(sync=True)
+    sequence = traitlets.Unicode("").tag(sync=True)      # a connection's sequence diagram (SVG); "" hides it
     height = traitlets.Unicode("560px").tag(sync=True)
 
     def __init__(self, source: Any = (), *, select: str | None = None, follow: bool | float = False,
@@ -173,6 +183,14 @@ class Explorer(anywidget.AnyWidget):
                        "rows": rows})
         elif kind == "goto":
             self.go_to(int(content.get("frame", 0)))
+        elif kind == "connection":
+            self.follow_connection(int(content.get("frame", 0)))
+        elif kind == "pcap":                 # "Save pcap": the shown frames, downloaded by the browser
+            out = io.BytesIO()
+            count = self.write_pcap(out)
+            self.send({"type": "pcap", "name": "kafkalab-frames.pcap", "frames": count}, [out.getvalue()])
+        elif kind == "sequence":
+            self.show_sequence(int(content.get("frame", 0))) if content.get("show") else self.hide_sequence()
 
     def go_to(self, number: int) -> None:
         """Select frame ``number`` (the list scrolls to it); a notice says why when it cannot be shown."""
@@ -182,6 +200,47 @@ class Explorer(anywidget.AnyWidget):
         self.selected_frame = number
         if self.selected_index < 0:
             self.notice = f"frame {number} is hidden by the filter"
+
+    def follow_connection(self, number: int | None = None) -> str:
+        """Show only the connection frame ``number`` (default: the selected one) belongs to, as Wireshark's
+        "Follow TCP stream" does: the filter becomes ``stream == N``, which this returns."""
+        self.filter_text = f"stream == {self._stream_of(number)}"
+        return self.filter_text
+
+    def show_sequence(self, number: int | None = None) -> str:
+        """Draw the sequence diagram of the connection frame ``number`` (default: the selected one) belongs to
+        above the tree; clicking an arrow selects its frame. Returns the SVG (``hide_sequence()`` removes it)."""
+        from .plots import sequence_diagram
+
+        self.sequence = sequence_diagram(self.frames, self._stream_of(number)).svg
+        return self.sequence
+
+    def hide_sequence(self) -> None:
+        self.sequence = ""
+
+    def write_pcap(self, path_or_file) -> int:
+        """Write the frames the list shows (filtered, in frame order) as a pcap that tshark and
+        :func:`kafkalab.read_capture` open; returns the number of frames. Frames whose bytes are gone (evicted
+        from a broker's journal) are left out."""
+        from kafkalab.broker.journal import write_tcp_pcap
+
+        with self._lock:
+            numbers = sorted(int(n) for n in self._listing.table["frame"].to_numpy()[self._listing.order])
+        frames = []
+        for number in numbers:
+            try:
+                frames.append(self.frame(number))
+            except (KeyError, IndexError):
+                continue
+        return write_tcp_pcap(frames, path_or_file)
+
+    def _stream_of(self, number: int | None) -> int:
+        """The connection (``stream``) of frame ``number``, default the selected one."""
+        number = self.selected_frame if number is None else number
+        row = self._listing.row_of(number) if number else -1
+        if row < 0:
+            raise KeyError(f"there is no frame {number}")
+        return int(self._listing.table["stream"].iat[row])
 
     def _span(self) -> str:
         table = self._listing.table
@@ -279,30 +338,6 @@ class Explorer(anywidget.AnyWidget):
         window = self._listing.table.iloc[self._listing.order[first:first + 50]]
         return explorer_snapshot_html(window, len(self._listing), first, selected, self.selected_path or None,
                                       self.filter_text)
-
-    def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return None
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        data = dict(data)
-        data["text/html"] = self.snapshot_html()
-        return data, metadata
-
-    def _ipython_display_(self, **kwargs: Any) -> None:
-        """Two outputs: the static snapshot, then the live view. JupyterLab renders a trusted notebook's widget
-        output with the widget renderer even when its model is gone (after a restart: "model not found"), so
-        the snapshot is an output of its own; its style rules hide the live view's error when the model is
-        gone and hide the snapshot itself while the live view is drawn (see ``snapshot_switch``)."""
-        from IPython.display import publish_display_data
-
-        bundle = self._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return
-        data, metadata = bundle
-        publish_display_data({"text/plain": repr(self), "text/html": snapshot_switch(data["text/html"])})
-        data = dict(data, **{"text/html": LIVE_NOTE})
-        publish_display_data(data, metadata)
 
     def __repr__(self) -> str:
         return (f"<kafkalab Explorer: {len(self._listing.table)} frames, frame {self.selected_frame or '-'} "

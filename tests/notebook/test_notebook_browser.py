@@ -9,6 +9,7 @@ chromium; without one the tests skip, under CI they fail (tests/tools.py).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -242,6 +243,26 @@ def test_explorer_in_jupyterlab(lab) -> None:
             assert "1 × trailing bytes: N after the body" in page.locator(".kl-expert-item").inner_text()
             page.click('.kl-expert-frame[data-frame="4"]')
             page.wait_for_selector('.kl-row[data-frame="4"].kl-selected')
+
+            # "this connection only": the list is filtered to the selected frame's stream
+            page.click('.kl-connection[data-frame="4"]')
+            page.wait_for_function("() => document.querySelector('.kl-filter').value === 'stream == 0'")
+            assert page.evaluate(RUN_IN_KERNEL, "print(ex.filter_text, ex.match_total)") == "stream == 0 4\n"
+            with page.expect_download() as download:                          # "Save pcap": the shown frames
+                page.click(".kl-save-pcap")
+            saved = LAB_ROOT[lab] / "saved.pcap"
+            download.value.save_as(saved)
+            assert page.evaluate(RUN_IN_KERNEL, "import kafkalab\nprint([f.raw for f in kafkalab.read_capture("
+                                                "'saved.pcap')] == [ex.frame(n).raw for n in (1, 2, 3, 4)])") == "True\n"
+
+            # the connection's sequence diagram: clicking an arrow selects its frame
+            page.click(".kl-sequence-toggle")
+            arrow = '.kl-sequence line.arrow[data-frame="{}"]'          # a horizontal line: no height, so
+            page.wait_for_selector(arrow.format(4) + ".kl-seq-sel", state="attached")   # never "visible"
+            page.dispatch_event(arrow.format(2), "click")
+            page.wait_for_selector('.kl-row[data-frame="2"].kl-selected')
+            page.wait_for_selector(arrow.format(2) + ".kl-seq-sel", state="attached")
+            assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_frame)") == "2\n"
             if os.environ.get("KAFKALAB_SCREENSHOT"):       # a picture for humans reviewing the layout
                 page.locator(".kl-explorer").screenshot(path=os.environ["KAFKALAB_SCREENSHOT"])
         finally:
@@ -257,6 +278,23 @@ def open_and_run(page, url: str) -> None:
     page.goto(url)
     page.wait_for_function(KERNEL_IDLE, timeout=90_000)
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+@contextlib.contextmanager
+def notebook_page(lab: str, name: str, code: str):
+    """A new notebook ``name`` holding ``code``, opened in Chromium with every cell run; yields the page."""
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(LAB_ROOT[lab] / name, code)
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            open_and_run(page, lab + f"lab/tree/{name}?reset")
+            yield page
+        finally:
+            browser.close()
 
 
 def test_saved_notebook_reopened_untrusted_shows_the_static_snapshot(lab, monkeypatch) -> None:
@@ -362,27 +400,17 @@ ex"""
 
 
 def test_an_evicted_frame_says_what_happened(lab) -> None:
-    from playwright.sync_api import sync_playwright
-
-    write_notebook(LAB_ROOT[lab] / "evicted.ipynb", EVICTING_CODE)
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(60_000)
-            open_and_run(page, lab + "lab/tree/evicted.ipynb?reset")
-            page.wait_for_selector('.kl-row[data-frame="5"]')
-            page.click('.kl-row[data-frame="2"]')
-            page.wait_for_selector('.kl-explorer[data-notice*="frame 2 is not in the journal"]')
-            assert "not available" in page.locator(".kl-title").inner_text()
-            assert "holds frames 4..8" in page.locator(".kl-missing").inner_text()
-            assert page.locator(".kl-node").count() == 0 and page.locator(".kl-byte").count() == 0
-            page.click('.kl-row[data-frame="5"]')
-            page.wait_for_selector('.kl-explorer[data-notice=""]')
-            page.wait_for_selector('.kl-node[data-path="acks"]')
-            assert page.locator(".kl-byte").count() == len(b"x" * 197)
-        finally:
-            browser.close()
+    with notebook_page(lab, "evicted.ipynb", EVICTING_CODE) as page:
+        page.wait_for_selector('.kl-row[data-frame="5"]')
+        page.click('.kl-row[data-frame="2"]')
+        page.wait_for_selector('.kl-explorer[data-notice*="frame 2 is not in the journal"]')
+        assert "not available" in page.locator(".kl-title").inner_text()
+        assert "holds frames 4..8" in page.locator(".kl-missing").inner_text()
+        assert page.locator(".kl-node").count() == 0 and page.locator(".kl-byte").count() == 0
+        page.click('.kl-row[data-frame="5"]')
+        page.wait_for_selector('.kl-explorer[data-notice=""]')
+        page.wait_for_selector('.kl-node[data-path="acks"]')
+        assert page.locator(".kl-byte").count() == len(b"x" * 197)
 
 
 BIG_CODE = """\
@@ -464,3 +492,75 @@ def test_a_100000_frame_capture_scrolls_to_its_last_frame(lab, big_capture) -> N
                   f"scroll to end {to_end:.2f} s, filter {filtered:.2f} s")
         finally:
             browser.close()
+
+
+BROWSE_CODE = """\
+import json, time
+from kafka import KafkaConsumer, KafkaProducer
+import kafkalab
+shop = kafkalab.Broker(topics={"orders": 2}, initial_rebalance_delay_ms=0).start()
+producer = KafkaProducer(bootstrap_servers=shop.bootstrap_servers)
+for n in range(30):
+    producer.send("orders", key=f"c{n % 3}".encode(), value=json.dumps({"order": n}).encode(), partition=n % 2,
+                  headers=[("trace", bytes([n, 255]))], timestamp_ms=1_700_000_000_000 + 1000 * n)
+producer.flush()
+reader = KafkaConsumer("orders", bootstrap_servers=shop.bootstrap_servers, group_id="invoicing",
+                       auto_offset_reset="earliest", enable_auto_commit=False)
+deadline, read = time.monotonic() + 60, 0
+while read < 30 and time.monotonic() < deadline:
+    read += sum(len(batch) for batch in reader.poll(timeout_ms=500).values())
+reader.commit()
+producer.send("orders", value=b"after the commit", partition=0)
+producer.flush()
+view = kafkalab.browse(shop, limit=10)
+view"""
+
+
+def test_message_browser_on_a_live_broker(lab) -> None:
+    """Topics listed, records shown (JSON, text, hex), a partition chosen, seek by offset, by time, rendering
+    switched, the group's lag, and following a record produced afterwards, all on the broker in the kernel."""
+    with notebook_page(lab, "browse.ipynb", BROWSE_CODE) as page:
+        page.wait_for_selector('.kl-browser[data-topic="orders"][data-partition="0"]')
+        assert page.locator('.kl-topic[data-topic="__consumer_offsets"].kl-b-internal').count() == 1
+        assert page.locator(".kl-record").count() == 10
+        first = page.locator('.kl-record[data-offset="0"] td')
+        assert json.loads(first.nth(3).inner_text()) == {"order": 0} and first.nth(2).inner_text() == "c0"
+        assert first.nth(4).inner_text() == "trace: 00 ff"
+        assert page.locator('.kl-part[data-partition="0"] td').nth(2).inner_text() == "16"   # high watermark
+
+        page.click('.kl-part[data-partition="1"]')                        # the other partition
+        page.wait_for_selector('.kl-browser[data-partition="1"]')
+        page.wait_for_selector('.kl-record[data-offset="0"]')
+        assert json.loads(page.locator('.kl-record[data-offset="0"] td').nth(3).inner_text()) == {"order": 1}
+
+        page.fill(".kl-b-offset", "12")                                   # seek to an offset
+        page.click(".kl-b-seek")
+        page.wait_for_selector('.kl-browser[data-offset="12"]')
+        page.wait_for_function("() => document.querySelector('.kl-record')?.dataset.offset === '12'")
+        assert page.locator(".kl-record").count() == 3                    # 12, 13, 14: the partition's end
+
+        page.fill(".kl-b-time", "2023-11-14T22:13:40")                    # seek to a time: order 20's
+        page.click(".kl-b-seek-time")
+        page.wait_for_function("() => document.querySelector('.kl-record')?.dataset.offset === '10'")
+        assert json.loads(page.locator('.kl-record[data-offset="10"] td').nth(3).inner_text()) == {"order": 21}
+
+        page.select_option(".kl-b-mode", "hex")                          # the rendering, applied by Python
+        page.wait_for_function("() => document.querySelector('.kl-record td:nth-child(4).kl-b-hex')"
+                               "?.textContent.startsWith('7b 22 6f')")            # the value: {"o...
+        assert page.evaluate(RUN_IN_KERNEL, "print(view.mode, view.offset)") == "hex 10\n"
+
+        group = page.locator('.kl-group[data-group="invoicing"]')
+        assert "Stable" in group.locator(".kl-b-gtitle").inner_text()
+        lags = group.locator(".kl-lag").all_inner_texts()
+        assert [line.split("\t") for line in lags] == [["orders-0", "15", "16", "1"], ["orders-1", "15", "15", "0"]]
+
+        page.click('.kl-topic[data-topic="orders"]')                      # back to partition 0, then follow
+        page.wait_for_selector('.kl-browser[data-partition="0"][data-offset="0"]')
+        page.evaluate(RUN_IN_KERNEL, "view.mode = 'auto'; view.follow(0.2)")
+        page.wait_for_selector('.kl-browser[data-following="true"]')
+        page.evaluate(RUN_IN_KERNEL, "producer.send('orders', value=b'live one', partition=0); producer.flush()")
+        page.wait_for_selector('.kl-record[data-offset="16"]')
+        assert page.locator('.kl-record[data-offset="16"] td').nth(3).inner_text() == "live one"
+        assert page.locator(".kl-record").count() == 10 and page.locator(".kl-record").first.get_attribute(
+            "data-offset") == "7"
+        page.evaluate(RUN_IN_KERNEL, "view.unfollow(); reader.close(); producer.close(); shop.stop()")

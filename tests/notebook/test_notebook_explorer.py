@@ -315,3 +315,78 @@ def test_selected_bytes_follow_the_buffer(explorer, demo) -> None:
     assert explorer.selected_bytes == b"order-1"                  # from the inflated buffer
     explorer.select("acks")
     assert explorer.selected_bytes == demo[1].raw[29:31] == b"\xff\xff"
+
+
+def test_following_one_connection_filters_the_list_to_its_stream() -> None:
+    from kafka import KafkaProducer
+
+    from kafkalab import Broker, explore
+
+    with Broker(topics={"t": 1}) as broker:
+        for client in ("one", "two"):
+            producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, client_id=client)
+            producer.send("t", b"from " + client.encode())
+            producer.flush()
+            producer.close()
+        ex = explore(broker)
+        table = ex.frames
+        produce = int(table[(table.api_name == "Produce") & (table.client_id == "two")].frame.iloc[0])
+        stream = int(table.set_index("frame").stream[produce])
+        ex._on_message(ex, {"type": "connection", "frame": produce}, [])      # the button's message
+        assert ex.filter_text == f"stream == {stream}" and ex.filter_error == ""
+        shown = ex.rows_at(0, 1000)
+        assert 0 < len(shown) == ex.match_total < ex.row_total
+        assert {r["frame"] for r in shown} == set(table[table.stream == stream].frame)
+        assert {tuple(sorted((r["src"], r["dst"]))) for r in shown} == \
+            {tuple(sorted(table[table.frame == produce][["src", "dst"]].iloc[0]))}           # one connection
+        ex.filter_text = ""
+        assert ex.follow_connection(shown[0]["frame"]) == f"stream == {stream}"
+        with pytest.raises(KeyError, match="no frame 99999"):
+            ex.follow_connection(99999)
+
+
+def test_the_sequence_diagram_of_a_connection_selects_frames(explorer) -> None:
+    import re
+
+    svg = explorer.show_sequence()
+    table = explorer.frames
+    stream = int(table.set_index("frame").stream[explorer.selected_frame])
+    drawn = sorted(int(n) for n in re.findall(r'<line class="arrow [a-z]+" data-frame="(\d+)"', svg))
+    assert drawn == sorted(int(f) for f in table[table.stream == stream].frame) and explorer.sequence == svg
+    explorer._on_message(explorer, {"type": "goto", "frame": drawn[-1]}, [])    # an arrow clicked
+    assert explorer.selected_frame == drawn[-1]
+    explorer._on_message(explorer, {"type": "sequence", "show": False}, [])
+    assert explorer.sequence == ""
+    with pytest.raises(KeyError, match="no frame 4242"):
+        explorer.show_sequence(4242)
+
+
+def test_the_shown_frames_export_as_a_pcap_that_tshark_and_kafkalab_read(tmp_path) -> None:
+    import subprocess
+
+    from kafka import KafkaProducer
+
+    from kafkalab import Broker, explore, read_capture
+    from tests.tools import require_tool
+
+    with Broker(topics={"t": 1}) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        for n in range(3):
+            producer.send("t", b"v%d" % n).get(timeout=30)
+        producer.close()
+        ex = explore(broker)
+        ex.filter_text = 'api_name == "Produce"'
+        shown = [r["frame"] for r in ex.rows_at(0, 1000)]
+        assert len(shown) == 6 and ex.match_total < ex.row_total
+        assert ex.write_pcap(tmp_path / "produce.pcap") == 6
+    cap = read_capture(tmp_path / "produce.pcap")
+    again = cap.frames
+    assert list(again.api_name) == ["Produce"] * 6 and list(again.kind) == ["request", "response"] * 3
+    originals = [ex.frame(n) for n in shown]
+    assert [cap[int(n)].raw for n in again.frame] == [f.raw for f in originals]      # byte for byte
+    tshark = require_tool("tshark")
+    out = subprocess.run([tshark, "-r", str(tmp_path / "produce.pcap"), "-d", f"tcp.port=={broker.port},kafka",
+                          "-Y", "kafka", "-T", "fields", "-E", "separator=,", "-e", "kafka.correlation_id",
+                          "-e", "kafka.api_key"], capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    correlations = [int(f.correlation_id) for f in originals]
+    assert out == [f"{c},0" if f.kind == "request" else f"{c}," for c, f in zip(correlations, originals)]

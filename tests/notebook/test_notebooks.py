@@ -135,7 +135,8 @@ def test_03_live_lab():
         "selected": list(explorer.selected_range),
         "versions": {str(k): {str(l): (None if pd.isna(v) else int(v)) for l, v in row.items()}
                      for k, row in versions.to_dict("index").items()},
-        "explorer_rows": explorer.row_total, "following": explorer.following, "running": broker.running}""")
+        "explorer_rows": explorer.row_total, "following": explorer.following, "running": broker.running,
+        "browsed": {"topics": browser.topics, "records": browser.records, "groups": browser.groups, "read": read}}""")
     runs = values["runs"]
     for acks, wire in (("all", -1), ("1", 1), ("0", 0)):
         run = runs[f"acks={acks}"]
@@ -156,6 +157,16 @@ def test_03_live_lab():
     assert values["selected"][0] == 1                                      # a key inside the inflated buffer
     assert values["versions"]["Produce"]["librdkafka"] >= 3 and values["versions"]["Fetch"]["kafka-python"] >= 4
     assert values["explorer_rows"] > 100 and values["following"] is False and values["running"] is False
+    browsed = values["browsed"]             # the message browser: the log as written, the group as committed
+    assert [t for t in browsed["topics"] if not t["internal"]] == [
+        {"topic": "orders", "internal": False, "partitions": 2, "records": 20}]
+    assert [t["topic"] for t in browsed["topics"] if t["internal"]] == ["__consumer_offsets"]   # the commit
+    assert browsed["records"] and all(json.loads(r["value"]["text"])["order"] in range(20) for r in browsed["records"])
+    assert browsed["records"][0]["headers"][0] == {"key": "source", "value": {"as": "text", "text": "web"}}
+    (invoicing,) = browsed["groups"]
+    assert invoicing["group_id"] == "invoicing" and invoicing["state"] == "Stable"
+    assert sorted(a for m in invoicing["members"] for a in m["assignment"]) == ["orders-0", "orders-1"]
+    assert sum(o["lag"] for o in invoicing["offsets"]) == 20 - browsed["read"]
     assert elapsed < TIME_LIMIT
 
 

@@ -11,6 +11,7 @@
 // Tests read the DOM through data-attributes: .kl-hex[data-buffer][data-sel-start][data-sel-end],
 // .kl-byte[data-offset].kl-sel, .kl-tree[data-selected-path], .kl-node[data-path], .kl-row[data-frame],
 // .kl-explorer[data-notice], .kl-filter[data-error].
+// h() (element building) comes from dom.js, which the widget puts in front of this file.
 
 const WINDOW = 4096; // bytes drawn at once in the hex pane
 const WIDTH = 16;
@@ -31,18 +32,6 @@ const COLUMN_HEAD = {
   frame: "No.", src: "source", dst: "destination", kind: "", api_name: "API", api_version: "v",
   correlation_id: "corr", latency_ms: "ms", record_count: "recs",
 };
-
-function h(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v);
-  }
-  for (const child of children) if (child != null) node.append(child);
-  return node;
-}
 
 function toBytes(data) {
   if (data instanceof Uint8Array) return data;
@@ -91,6 +80,11 @@ function render({ model, el }) {
   const goto = h("input", { class: "kl-goto", type: "number", min: "1", placeholder: "go to #" });
   const expertToggle = h("button", { class: "kl-expert-toggle", title: "Expert Info: every diagnostic, grouped" });
   const expertPanel = h("div", { class: "kl-expert", style: "display:none" });
+  const sequenceToggle = h("button", { class: "kl-sequence-toggle", text: "Sequence",
+    title: "the selected frame's connection as a sequence diagram; click an arrow to select its frame" });
+  const sequencePanel = h("div", { class: "kl-sequence" });
+  const savePcap = h("button", { class: "kl-save-pcap", text: "Save pcap", title: "download the frames the list shows as a pcap",
+    onclick: () => model.send({ type: "pcap" }) });
   const count = h("span", { class: "kl-count" });
   const live = h("span", { class: "kl-live", text: "● live" });
   const message = h("div", { class: "kl-message" });
@@ -107,8 +101,8 @@ function render({ model, el }) {
   const bytesPane = h("div", { class: "kl-bytes" }, h("div", { class: "kl-bytebar" }, tabs, copy), hex);
   const vsplit = h("div", { class: "kl-vsplit", title: "drag to resize" });
   const root = h("div", { class: "kl-explorer" },
-    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, count, live),
-    message, expertPanel, list, split, title,
+    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, sequenceToggle, savePcap, count, live),
+    message, expertPanel, sequencePanel, list, split, title,
     h("div", { class: "kl-panes" }, tree, vsplit, bytesPane));
   el.append(root);
 
@@ -226,7 +220,8 @@ function render({ model, el }) {
   }
 
   list.addEventListener("scroll", scheduleDraw);
-  function onMessage(msg) {
+  function onMessage(msg, buffers) {
+    if (msg && msg.type === "pcap" && buffers && buffers.length) return download(msg.name, buffers[0]);
     if (!msg || msg.type !== "rows" || msg.version !== rows.version) return;
     rows.pending.delete(Math.floor(msg.start / PAGE));
     if (rows.cache.size > CACHE_MAX) rows.cache.clear();
@@ -313,6 +308,37 @@ function render({ model, el }) {
     if (target) model.send({ type: "goto", frame: Number(target.dataset.frame) });
   });
 
+  // ---------------------------------------------------------------- sequence diagram (drawn by Python)
+  function drawSequence() {
+    sequencePanel.innerHTML = model.get("sequence");   // SVG made by kafkalab.notebook.plots, text escaped
+    sequencePanel.style.display = model.get("sequence") ? "" : "none";
+    markSequence();
+  }
+  function markSequence() {
+    const selected = String(model.get("selected_frame"));
+    for (const g of sequencePanel.querySelectorAll(".arrow[data-frame]")) {
+      g.classList.toggle("kl-seq-sel", g.dataset.frame === selected);
+    }
+  }
+  sequenceToggle.addEventListener("click", () => {
+    model.send({ type: "sequence", show: !model.get("sequence"), frame: model.get("selected_frame") });
+  });
+  sequencePanel.addEventListener("click", (event) => {
+    const target = event.target.closest("[data-frame]");
+    if (target) model.send({ type: "goto", frame: Number(target.dataset.frame) });
+  });
+  model.on("change:sequence", drawSequence);
+  model.on("change:selected_frame", markSequence);
+  drawSequence();
+
+  function download(name, data) {
+    const bytes = data instanceof DataView ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : data;
+    const link = h("a", { href: URL.createObjectURL(new Blob([bytes], { type: "application/vnd.tcpdump.pcap" })), download: name });
+    root.append(link);
+    link.click();
+    link.remove();
+  }
+
   // ---------------------------------------------------------------- resizable split
   dragger(split, () => list.getBoundingClientRect().height, (start, dx, dy) => {
     list.style.flex = `0 0 ${Math.max(3 * ROW_H, start + dy)}px`;
@@ -333,8 +359,10 @@ function render({ model, el }) {
       const partner = view.partner == null ? null : h("button", { class: "kl-partner", "data-frame": String(view.partner),
         text: view.partner > view.frame ? `response #${view.partner} →` : `← request #${view.partner}`,
         title: "go to the other half of this exchange" });
+      const connection = view.frame ? h("button", { class: "kl-connection", "data-frame": String(view.frame),
+        text: "this connection only", title: "filter the list to this frame's connection (stream == N)" }) : null;
       title.replaceChildren(h("span", { text: view.frame ? `#${view.frame} ${view.title || ""}` : "no frame selected" }),
-        ...(partner ? [partner] : []), ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
+        ...(partner ? [partner] : []), ...(connection ? [connection] : []), ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
     }
     tree.replaceChildren();
     if (nodes().length) tree.append(drawNode(0));
@@ -363,6 +391,8 @@ function render({ model, el }) {
   title.addEventListener("click", (event) => {
     const button = event.target.closest(".kl-partner");
     if (button) model.send({ type: "goto", frame: Number(button.dataset.frame) });
+    const connection = event.target.closest(".kl-connection");
+    if (connection) model.send({ type: "connection", frame: Number(connection.dataset.frame) });
   });
 
   tree.addEventListener("click", (event) => {
