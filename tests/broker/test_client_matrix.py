@@ -49,7 +49,8 @@ MATRIX: dict[tuple[str, str], str] = {
     ("confluent-kafka", "groups"): f"{_GROUPS}::test_confluent_group",
     ("confluent-kafka", "commit/abort"): f"{_TXN}::test_confluent_commit_abort_and_isolation",
     ("confluent-kafka", "isolation"): f"{_TXN}::test_confluent_commit_abort_and_isolation",
-    ("confluent-kafka", "consume-transform-produce"): f"{_TXN}::test_confluent_consume_transform_produce",
+    ("confluent-kafka", "consume-transform-produce"):
+        f"{_TXN}::test_confluent_consume_transform_produce_as_a_group_member",
 
     ("aiokafka", "produce"): f"{_AIO}::test_aiokafka_keyed_records_headers_timestamps_by_assignment",
     ("aiokafka", "admin"): f"{_AIO}::test_aiokafka_admin_create_describe_alter_delete",
