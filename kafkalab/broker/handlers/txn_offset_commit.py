@@ -30,7 +30,7 @@ def handle(ctx, body: dict) -> dict:
                                                                 p.get("committed_leader_epoch", -1),
                                                                 p.get("committed_metadata"))
                    for t in topics for p in t.get("partitions", ())}
-        error = coordinator.stage_offsets(meta, body["group_id"], offsets)
+        error = coordinator.stage_offsets(meta, body["group_id"], offsets, ctx.now_ms)
     error = for_version(error, ctx.api_version, FENCED_SINCE)
     return {"throttle_time_ms": 0, "topics": [
         {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": error}
