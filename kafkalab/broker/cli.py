@@ -20,13 +20,22 @@ def _topic(text: str) -> tuple[str, int | None]:
     return name, int(count) if count else None
 
 
+def _release(text: str) -> str:
+    from .controls.personas import release_name
+    try:
+        return release_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
     from .runtime import Broker
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     broker = Broker(host=args.host, port=args.port, data_dir=args.data_dir, node_id=args.node_id,
-                    topics=dict(args.topic or []), default_partitions=args.partitions)
+                    topics=dict(args.topic or []), default_partitions=args.partitions, nodes=args.nodes,
+                    emulate=args.emulate)
     try:
         broker.start()
     except OSError as exc:
@@ -67,6 +76,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="create a topic at start (repeatable)")
     parser.add_argument("--partitions", type=int, default=1, help="partitions of auto-created topics")
     parser.add_argument("--node-id", type=int, default=1)
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="run a cluster of N nodes in one process, on ports PORT..PORT+N-1 (default 1)")
+    parser.add_argument("--emulate", metavar="RELEASE", type=_release,
+                        help="advertise and enforce the API versions of a Kafka release, 0.10 to 4.3 (e.g. 2.8)")
     parser.add_argument("--write-pcap", metavar="FILE", help="on exit, write the frame journal as a pcap file")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.set_defaults(func=cmd_broker)

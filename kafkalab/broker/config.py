@@ -58,3 +58,5 @@ class BrokerConfig:
     max_open_segment_files: int = 256          # segment files held open at once (least recently used closed)
     topic_defaults: dict[str, str] = field(default_factory=dict)
     initial_rebalance_delay_ms: int = 3_000    # group.initial.rebalance.delay.ms: a new group's first round waits
+    nodes: int = 1                             # cluster nodes in this process, one listener each
+    emulate: str | None = None                 # a Kafka release whose API ranges to serve ("2.8"), see personas

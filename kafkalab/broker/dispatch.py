@@ -6,7 +6,8 @@ growable bytearray that grows with the bytes that arrive, cut into frames by
 frame), the broker-wide budget of request bytes in flight (:class:`MemoryBudget`), reading the request header,
 choosing the handler, the version rules (KIP-511 fallback for ApiVersions, UNSUPPORTED_VERSION for other versions
 the broker does not implement), encoding responses with the project's codec and writing both directions to the
-journal.
+journal, and the one interception hook (``Connection.intercept``) where the lab controls act: before the handler
+and after the response body is built.
 Must not know: sockets, asyncio, clocks (the adapter passes ``ts``/``now_ms`` and a ``clock``). Anything that makes the
 connection unusable (garbage, a truncated or oversized frame, an unknown API key, a body that does not
 decode) raises :class:`CloseConnection` with a reason for the log; other connections never notice.
@@ -48,6 +49,7 @@ class Pending:
     entry: Any             # the request's journal entry
     wait: Wait | None = None
     offload: Offload | None = None
+    plan: Any = None       # what the interception hook decided for this exchange (it alone reads it)
 
 
 class MemoryBudget:
@@ -180,8 +182,13 @@ class ReceiveBuffer:
 class Connection:
     def __init__(self, state, registry, journal, *, stream: int, src: str, dst: str, local_host: str = "",
                  local_port: int = 0, max_request_size: int = 100 * 1024 * 1024, clock=None,
-                 budget: MemoryBudget | None = None) -> None:
+                 budget: MemoryBudget | None = None, node_id: int = 0, intercept=None) -> None:
         self.clock = clock or (lambda: 0.0)     # wall-clock seconds, supplied by the I/O adapter
+        self.node_id = node_id                  # the cluster node whose listener accepted this connection
+        # The interception hook (the lab controls): ``before_handler(conn, pending, request)`` once a request
+        # is decoded, may raise CloseConnection or leave ``pending.plan``; for planned exchanges
+        # ``after_response(conn, pending, body, version, ts)`` returns the bytes to send or a parked response.
+        self.intercept = intercept
         self.state, self.registry, self.journal = state, registry, journal
         self.stream, self.src, self.dst = stream, src, dst
         self.local_host, self.local_port = local_host, local_port
@@ -221,6 +228,8 @@ class Connection:
         entry.client_id = request.client_id
         ctx = RequestContext(self.state, self.registry, api_key, api_version, correlation_id, request.client_id,
                              now_ms, self.local_host, self.local_port, self.stream, self.src)
+        if self.intercept is not None:
+            self.intercept.before_handler(self, pending, request)
         return self._outcome(pending, lambda: handler.handle(ctx, request.body))
 
     def resume(self, pending: Pending, work_result) -> bytes | Pending | None:
@@ -244,11 +253,23 @@ class Connection:
             return pending
         return self.respond(pending, result, self.clock())
 
-    def respond(self, pending: Pending, body: dict, ts: float, api_version: int | None = None) -> bytes:
+    def respond(self, pending: Pending, body: dict, ts: float, api_version: int | None = None):
+        """The response frame, journaled; or, for an exchange the interception hook planned, what it returns
+        (bytes, or a parked response the adapter finishes later)."""
         version = pending.api_version if api_version is None else api_version
         body = fit_to_version(message_layout(message_spec(pending.api_key, "response", version), version), body)
-        raw = encode_response(pending.api_key, version, body, correlation_id=pending.correlation_id)
-        self.journal.response(pending.entry, ts, raw)
+        if pending.plan is not None:
+            return self.intercept.after_response(self, pending, body, version, ts)
+        return self.sent(pending, self.encode(pending, body, version), ts)
+
+    def encode(self, pending: Pending, body: dict, version: int) -> bytes:
+        return encode_response(pending.api_key, version, body, correlation_id=pending.correlation_id)
+
+    def sent(self, pending: Pending, raw: bytes, ts: float, notes: list[str] | None = None) -> bytes:
+        """Journal ``raw`` as the response to ``pending`` (with notes for its diagnostics) and return it."""
+        entry = self.journal.response(pending.entry, ts, raw)
+        if notes:
+            entry.notes = list(notes)
         return raw
 
     def _api_versions_fallback(self, api_version: int) -> dict:

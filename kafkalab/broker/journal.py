@@ -19,7 +19,7 @@ from kafkalab.protocol import DecodeError, ProtocolError, decode_request, decode
 
 class JournalEntry:
     __slots__ = ("number", "ts", "stream", "src", "dst", "kind", "raw", "api_key", "api_version", "client_id",
-                 "partner", "latency_ms", "cached")
+                 "partner", "latency_ms", "cached", "notes")
 
     def __init__(self, number, ts, stream, src, dst, kind, raw, api_key, api_version, client_id=None):
         self.number, self.ts, self.stream, self.src, self.dst = number, ts, stream, src, dst
@@ -27,6 +27,7 @@ class JournalEntry:
         self.partner: JournalEntry | None = None
         self.latency_ms: float | None = None
         self.cached: Frame | None = None
+        self.notes: list[str] | None = None     # what the lab controls did to this frame (diagnostics)
 
 
 class Journal:
@@ -118,6 +119,9 @@ class Journal:
             else:
                 frame.request_frame = partner.number
             frame.latency_ms = entry.latency_ms
+        for note in entry.notes or ():
+            if note not in frame.diagnostics:
+                frame.diagnostics.append(note)
         return frame
 
 

@@ -4,6 +4,9 @@
     ...     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
     ...     broker.frames                                          # a pandas DataFrame, one row per frame
 
+Lab controls: ``broker.faults.inject(api="Produce", error="NOT_LEADER_OR_FOLLOWER")`` arms a fault,
+``broker.hold(api="Fetch")`` steps through one exchange, ``Broker(emulate="2.8")`` serves a Kafka release's
+API ranges, ``Broker(nodes=3)`` runs a three-node cluster whose leaders ``broker.move_leader`` moves.
 The broker's state lives on the server thread; methods called from other threads hop onto it.
 """
 from __future__ import annotations
@@ -13,6 +16,10 @@ import time
 from typing import Iterable
 
 from .config import DEFAULT_CLUSTER_ID, DEFAULT_MAX_REQUEST_SIZE, BrokerConfig
+from .controls.faults import Faults
+from .controls.hold import Hold
+from .controls.intercept import LabControls
+from .controls.personas import persona_registry, release_name
 from .handlers import REGISTRY
 from .journal import Journal
 from .state import BrokerState
@@ -41,11 +48,18 @@ class Broker:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, data_dir: str | None = None, node_id: int = 1,
                  cluster_id: str = DEFAULT_CLUSTER_ID, journal_size: int = 10_000,
                  max_request_size: int = DEFAULT_MAX_REQUEST_SIZE, auto_create_topics: bool = True,
-                 default_partitions: int = 1, topics: dict | Iterable | None = None, **options) -> None:
+                 default_partitions: int = 1, topics: dict | Iterable | None = None, nodes: int = 1,
+                 emulate: str | None = None, **options) -> None:
+        if nodes < 1:
+            raise ValueError(f"a cluster needs at least one node, not {nodes}")
         self.config = BrokerConfig(host=host, port=port, data_dir=None if data_dir is None else str(data_dir),
                                    node_id=node_id, cluster_id=cluster_id, journal_size=journal_size,
                                    max_request_size=max_request_size, auto_create_topics=auto_create_topics,
-                                   default_partitions=default_partitions, **options)
+                                   default_partitions=default_partitions, nodes=nodes,
+                                   emulate=None if emulate is None else release_name(emulate), **options)
+        self.registry = REGISTRY if emulate is None else persona_registry(REGISTRY, self.config.emulate)
+        self.faults = Faults()
+        self._holds: list[Hold] = []
         self._initial_topics = parse_topics(topics)
         self.journal_ring = Journal(journal_size, self.config.journal_bytes)
         self.state: BrokerState | None = None
@@ -66,7 +80,8 @@ class Broker:
             if name not in self.state.store.topics:
                 self.state.create_topic(name, count)
         self._loop = LoopThread(f"kafkalab-broker-{self.config.node_id}")
-        self._server = Server(self.state, REGISTRY, self.journal_ring, self.config)
+        controls = LabControls(self.state, self.faults, self._holds, self.state.cluster)
+        self._server = Server(self.state, self.registry, self.journal_ring, self.config, controls)
         try:
             self.address = self._loop.run(self._server.start())
         except BaseException:
@@ -100,10 +115,15 @@ class Broker:
 
     @property
     def bootstrap_servers(self) -> str:
+        """host:port of every node, comma-separated (one node: just its address)."""
         if self.address is None:
             raise RuntimeError("the broker is not started")
-        host, port = self.address
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return ",".join(_host_port(host, port) for host, port in self.node_addresses.values())
+
+    @property
+    def node_addresses(self) -> dict[int, tuple[str, int]]:
+        """{node id: (host, port)} of the listening nodes."""
+        return dict(self.state.cluster.endpoints) if self.address else {}
 
     @property
     def port(self) -> int:
@@ -125,6 +145,29 @@ class Broker:
         if self.state is None:
             return {}
         return self._on_loop(lambda: {n: len(t.partitions) for n, t in self.state.store.topics.items()})
+
+    # --- lab controls -------------------------------------------------------------------------------------
+
+    def hold(self, api: int | str | None = None, topic: str | None = None) -> Hold:
+        """Catch the next request for ``api`` (and ``topic``): its response waits until the returned handle's
+        ``release()`` (or ``release(edited_body)``) or ``drop()``. ``handle.wait()`` blocks until it is caught."""
+        hold = Hold(api, topic)
+        self._on_loop(self._holds.append, hold)
+        return hold
+
+    def move_leader(self, topic: str, partition: int, node: int | None = None) -> tuple[int, int]:
+        """Make ``node`` (default: the next one) lead ``topic``/``partition``; returns (leader, leader epoch).
+        Requests for it to the old leader then get NOT_LEADER_OR_FOLLOWER, and Metadata shows the new one."""
+        if self.state is None:
+            raise RuntimeError("the broker is not started")
+        if topic not in self.topics or not 0 <= partition < self.topics[topic]:
+            raise ValueError(f"no partition {topic}-{partition}")
+        return self._on_loop(self.state.cluster.move, topic, partition, node)
+
+    def leaders(self, topic: str) -> dict[int, int]:
+        """{partition: leader node id} of a topic."""
+        return self._on_loop(lambda: {p: self.state.cluster.leader(topic, p)[0]
+                                      for p in range(len(self.state.store.topics[topic].partitions))})
 
     # --- the journal --------------------------------------------------------------------------------------
 
@@ -148,4 +191,9 @@ class Broker:
 
     def __repr__(self) -> str:
         where = self.bootstrap_servers if self.address else "not started"
-        return f"<kafkalab Broker node {self.config.node_id} {where}, {len(self.journal_ring)} frames journaled>"
+        persona = f" as Kafka {self.config.emulate}" if self.config.emulate else ""
+        return f"<kafkalab Broker node {self.config.node_id} {where}{persona}, {len(self.journal_ring)} frames journaled>"
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -5,7 +5,8 @@ The only module of the broker that imports asyncio and reads clocks. Each client
 :class:`~.dispatch.ReceiveBuffer`, every frame a read completes is handled at once, and the answers of one read
 go out in one write. Kafka answers a connection's requests in order, so a Fetch that has to wait for data (a
 :class:`~.handlers.Wait`) parks the connection: frames behind it queue until an append (or the deadline)
-finishes it. Backpressure: when the transport's write buffer is full (a client that does not read its answers),
+finishes it; a response the lab controls park (a delay, a held exchange) parks the connection the same way.
+Backpressure: when the transport's write buffer is full (a client that does not read its answers),
 that connection stops handling frames and stops reading until the buffer drains; a backlog of frames queued
 behind a long poll beyond 16 MiB pauses reading too, and so does a frame that the broker-wide budget of
 request bytes in flight cannot take yet (:class:`~.dispatch.MemoryBudget`). A sweeper closes connections idle
@@ -26,6 +27,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
+from .controls.intercept import Parked
 from .dispatch import CloseConnection, Connection, MemoryBudget, Pending
 
 log = logging.getLogger("kafkalab.broker")
@@ -48,9 +50,13 @@ def _endpoint(address) -> str:
 
 
 class Server:
-    def __init__(self, state, registry, journal, config) -> None:
+    """One asyncio server with a listener per cluster node (``config.nodes``); every connection knows which
+    node's listener accepted it. ``controls`` is the dispatcher's interception hook (the lab controls)."""
+
+    def __init__(self, state, registry, journal, config, controls=None) -> None:
         self.state, self.registry, self.journal, self.config = state, registry, journal, config
-        self._server: asyncio.base_events.Server | None = None
+        self.controls = controls
+        self._servers: list[asyncio.base_events.Server] = []
         self.clients: set[ClientProtocol] = set()
         self.appended: asyncio.Event | None = None
         self._streams = 0
@@ -65,12 +71,16 @@ class Server:
         loop = asyncio.get_running_loop()
         self.appended = asyncio.Event()
         self.state.append_listeners.append(self._on_append)
-        self._server = await loop.create_server(lambda: ClientProtocol(self), self.config.host, self.config.port,
-                                                backlog=1024)
-        sockname = self._server.sockets[0].getsockname()
-        self.address = (sockname[0], sockname[1])
+        for i, node_id in enumerate(self.state.cluster.node_ids):
+            port = self.config.port + i if self.config.port else 0
+            server = await loop.create_server(lambda node=node_id: ClientProtocol(self, node), self.config.host,
+                                              port, backlog=1024)
+            self._servers.append(server)
+            sockname = server.sockets[0].getsockname()
+            self.state.cluster.endpoints[node_id] = (sockname[0], sockname[1])
+            log.info("broker %d listening on %s", node_id, _endpoint(sockname))
+        self.address = self.state.cluster.endpoints[self.state.node_id]
         self._sweeper = loop.create_task(self._sweep())
-        log.info("broker %d listening on %s", self.state.node_id, _endpoint(sockname))
         self._tick()
         return self.address
 
@@ -108,14 +118,14 @@ class Server:
             self._ticker.cancel()
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         waits = [c.abort() for c in list(self.clients)]
         waits = [w for w in waits if w is not None]
         if waits:
             await asyncio.gather(*waits, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         if self._on_append in self.state.append_listeners:
             self.state.append_listeners.remove(self._on_append)
         self.workers.shutdown(wait=False, cancel_futures=True)
@@ -124,8 +134,8 @@ class Server:
 class ClientProtocol(asyncio.BufferedProtocol):
     """One client connection: bytes in through the receive buffer, frames handled in order, answers out."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    def __init__(self, server: Server, node_id: int) -> None:
+        self.server, self.node_id = server, node_id
         self.transport: asyncio.Transport | None = None
         self.conn: Connection | None = None
         self.backlog: deque[bytes] = deque()     # frames received behind a long poll
@@ -145,7 +155,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
                                src=_endpoint(peer), dst=_endpoint(local), local_host=local[0] if local else "",
                                local_port=local[1] if local else 0,
                                max_request_size=server.config.max_request_size, clock=time.time,
-                               budget=server.budget)
+                               budget=server.budget, node_id=self.node_id, intercept=server.controls)
         server.clients.add(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -231,7 +241,7 @@ class ClientProtocol(asyncio.BufferedProtocol):
                     answer = self.conn.handle(frame, time.time(), _now_ms())
                 finally:
                     self.server.budget.release(len(frame))
-                if isinstance(answer, Pending):
+                if isinstance(answer, (Pending, Parked)):
                     # the append event as of now: one set before the task starts still wakes it
                     self.waiting = asyncio.get_running_loop().create_task(self._finish(answer, self.server.appended))
                 elif answer is not None:
@@ -266,12 +276,15 @@ class ClientProtocol(asyncio.BufferedProtocol):
             for answer in out:
                 self.transport.write(answer)
 
-    async def _finish(self, pending: Pending, event: asyncio.Event) -> None:
-        """Wait for an append (or the deadline) to complete a long poll, answer it, then carry on with the
-        frames that arrived meanwhile."""
+    async def _finish(self, pending: Pending | Parked, event: asyncio.Event) -> None:
+        """Wait for an append (or the deadline) to complete a long poll, for offloaded work, or for a parked
+        response's delay or hold; answer it, then carry on with the frames that arrived meanwhile."""
         try:
             answer = await self._complete(pending, event)
         except asyncio.CancelledError:
+            return
+        except CloseConnection as exc:
+            self._close(f"closing connection {self.conn.stream} from {self.conn.src}: {exc}")
             return
         except Exception:  # noqa: BLE001
             log.exception("connection %d from %s failed", self.conn.stream, self.conn.src)
@@ -282,13 +295,16 @@ class ClientProtocol(asyncio.BufferedProtocol):
             self._write([answer])
         self._drain()
 
-    async def _complete(self, pending: Pending, event: asyncio.Event) -> bytes | None:
+    async def _complete(self, pending: Pending | Parked, event: asyncio.Event) -> bytes | None:
         """Offloaded work runs on the server's worker threads (the loop keeps serving other clients
-        meanwhile); what it leads to may be an answer, nothing (acks=0), or a long poll. ``event`` is the
-        append event as of the request's handling: one set since still wakes its long poll."""
+        meanwhile); what it leads to may be an answer, nothing (acks=0), a long poll, or a response the lab
+        controls parked (delayed or held). ``event`` is the append event as of the request's handling: one set
+        since still wakes its long poll."""
         answer = pending
-        while isinstance(answer, Pending):
-            if answer.offload is not None:
+        while isinstance(answer, (Pending, Parked)):
+            if isinstance(answer, Parked):
+                answer = await self._unpark(answer)
+            elif answer.offload is not None:
                 result = await asyncio.get_running_loop().run_in_executor(self.server.workers, answer.offload.work)
                 event = self.server.appended
                 answer = self.conn.resume(answer, result)
@@ -296,7 +312,17 @@ class ClientProtocol(asyncio.BufferedProtocol):
                 answer = await self._wait(answer, event)
         return answer
 
-    async def _wait(self, pending: Pending, event: asyncio.Event) -> bytes:
+    async def _unpark(self, parked: Parked) -> bytes:
+        """A delayed response after its delay; a held one once the notebook releases or drops it."""
+        if parked.hold is not None:
+            loop, decided = asyncio.get_running_loop(), asyncio.Event()
+            parked.hold.on_decided(lambda: loop.call_soon_threadsafe(decided.set))
+            await decided.wait()
+        else:
+            await asyncio.sleep(parked.delay)
+        return parked.finish(time.time())
+
+    async def _wait(self, pending: Pending, event: asyncio.Event) -> bytes | Parked:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + pending.wait.max_wait_ms / 1000.0
         while True:

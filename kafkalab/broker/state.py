@@ -1,5 +1,5 @@
 """The broker's shared state, as handlers see it: config, storage, producer ids, the transaction coordinator,
-who is listening for appends.
+share groups, the cluster's nodes and leaders, who is listening for appends.
 
 Sans-IO: no sockets, no clocks, no asyncio (the adapter passes the time to :meth:`recover` and :meth:`tick`).
 The server adapter registers an append listener (to wake long polls: fetches waiting for data, JoinGroup and
@@ -13,8 +13,10 @@ from typing import Callable, NamedTuple
 
 from .config import BrokerConfig, topic_name_problem
 from .configs import TOPIC_CONFIGS, ConfigLayers, static_broker_values
+from .controls.cluster import Cluster
 from .fetch_sessions import FetchSessions
 from .groups import GroupCoordinator, GroupSettings
+from .share import ShareGroups
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 
@@ -33,6 +35,7 @@ class BrokerState:
         self.config = config
         self.store = Store(config.data_dir, config.segment_bytes, config.max_open_segment_files)
         self.node_id = config.node_id
+        self.cluster = Cluster(list(range(config.node_id, config.node_id + max(1, config.nodes))))
         self.cluster_id = config.cluster_id
         self.advertised_host = config.host
         self.advertised_port = config.port
@@ -47,6 +50,7 @@ class BrokerState:
         self.fetch_sessions = FetchSessions()
         settings = GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms)
         self.groups = GroupCoordinator(self.store, settings, notify=self.appended)
+        self.share_groups = ShareGroups()
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""
@@ -57,6 +61,7 @@ class BrokerState:
         members past their session timeout leave, rebalances past their timeout end."""
         self.transactions.expire(now_ms)
         self.groups.tick(now_ms)
+        self.share_groups.expire(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------
 
@@ -90,6 +95,15 @@ class BrokerState:
         self.store.set_broker_configs(scope, configs)
         self.configs.dynamic[scope] = dict(configs)
         self._configs_changed()
+
+    def brokers(self, local_host: str = "", local_port: int = 0) -> list[tuple[int, str, int]]:
+        """Every node as (node id, host, port). A single node answers with the address the client connected
+        to (it may have come through a port forward); a cluster lists each node's own listener."""
+        host = local_host or self.advertised_host
+        if self.cluster.size == 1:
+            return [(self.node_id, host, local_port or self.advertised_port)]
+        return [(node, host, self.cluster.endpoint(node, (host, self.advertised_port))[1])
+                for node in self.cluster.node_ids]
 
     def set_listener(self, host: str, port: int) -> None:
         self.advertised_host, self.advertised_port = host, port

@@ -1,10 +1,11 @@
 """The explorer's Python half, free of widget libraries: sources, the frame list, views and selection.
 
 What it owns: turning whatever the user passes to ``explore()`` (a Frame, a list of Frames, a Capture with
-``cap[n]``, a Broker or Journal with ``.frame(n)``) into a frames table plus a lookup; filtering that table
-into the rows the frame list shows; flattening one frame's field tree into the JSON-able *view* the browser
-draws (nodes with their byte spans, one entry per coordinate space: the frame, then each inflated buffer);
-resolving a path or a clicked byte to a node. What it must not know: traitlets, anywidget, the DOM.
+``cap[n]``, a Broker or Journal with ``.frame(n)``) into a frames table plus a lookup and a cheap poll for
+new frames; flattening one frame's field tree into the JSON-able *view* the browser draws (nodes with their
+byte spans, one entry per coordinate space: the frame, then each inflated buffer); resolving a path or a
+clicked byte to a node; the filter a field stands for; Expert Info. The frame list itself (filter, sort,
+pages) is :mod:`.listing`. What it must not know: traitlets, anywidget, the DOM.
 
 Theory: every node of a view carries ``b``, the index of the buffer its ``s``/``e`` offsets refer to (0 for
 the frame). A node with ``x >= 0`` opens buffer ``x`` (inflated record data): its own span is in the parent's
@@ -13,6 +14,7 @@ deepest node of that buffer covering it, never descending into another buffer.
 """
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Callable, Iterable
 
@@ -124,15 +126,17 @@ def _literal(value: Any) -> str:
 # ---------------------------------------------------------------- one frame's view
 
 def frame_view(frame: Frame) -> dict[str, Any]:
-    """The JSON-able view of one frame: buffers (label, bytes) and the flattened tree."""
+    """The JSON-able view of one frame: buffers (label, bytes), the flattened tree, and ``partner``, the
+    frame number of its request or response (None when the data has no partner)."""
     buffers: list[dict[str, Any]] = [{"label": f"Frame {frame.frame} ({len(frame.raw)} bytes)",
                                       "data": bytes(frame.raw)}]
     nodes: list[dict[str, Any]] = []
     tree = frame.tree
     if tree is not None:
         _flatten(tree, 0, 0, -1, nodes, buffers)
+    partner = frame.response_frame if frame.kind == "request" else frame.request_frame
     return {"frame": int(frame.frame), "title": frame.summary, "diagnostics": list(frame.diagnostics),
-            "buffers": buffers, "nodes": nodes}
+            "partner": int(partner) if partner is not None else None, "buffers": buffers, "nodes": nodes}
 
 
 def _flatten(node: FieldNode, buffer: int, depth: int, parent: int, nodes: list, buffers: list) -> int:
@@ -179,6 +183,36 @@ def node_range(view: dict[str, Any], index: int) -> tuple[int, int, int]:
     """(buffer, start, end) of node ``index``."""
     node = view["nodes"][index]
     return node["b"], node["s"], node["e"]
+
+
+# ---------------------------------------------------------------- expert info
+
+_NUMBER = re.compile(r"\d+")
+SEVERE = ("malformed", "crc", "undecodable", "gap", "lost")
+
+
+def expert_info(table, known: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Every diagnostic of a frames table grouped like Wireshark's Expert Info: the message with its numbers
+    and its parenthesised detail folded (``trailing bytes: N after the body``), how often it occurs, the
+    first frames that carry it, and a severity. ``known`` (a previous result) is extended, so appended
+    frames cost only themselves."""
+    groups = {} if known is None else known
+    if not len(table) or "diagnostics" not in table.columns:
+        return groups
+    for number, notes in zip(table["frame"].to_numpy(), table["diagnostics"].to_numpy()):
+        if notes is None or not len(notes):
+            continue
+        for note in notes:
+            what = _NUMBER.sub("N", str(note).split(" (")[0])
+            group = groups.get(what)
+            if group is None:
+                severe = any(word in what.lower() for word in SEVERE)
+                group = groups[what] = {"what": what, "example": str(note), "count": 0, "frames": [],
+                                        "severity": "error" if severe else "warning"}
+            group["count"] += 1
+            if len(group["frames"]) < 5:
+                group["frames"].append(int(number))
+    return groups
 
 
 # ---------------------------------------------------------------- live following

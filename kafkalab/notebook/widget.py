@@ -1,14 +1,16 @@
 """The Explorer: Wireshark's three linked panes (frame list, field tree, bytes) as an anywidget.
 
-What it owns: the synced state (rows of the frame list, the filter text, the selected frame and field path,
-the view of the selected frame) and the Python API (``select``, ``select_byte``, ``append``, ``follow``).
-The browser half (``static/explorer.js``, ``static/explorer.css``, shipped in the package, no CDN) draws the
-panes and writes back ``selected_frame``/``selected_path``/``filter_text`` when the user clicks or types.
-All the logic that needs no widget library lives in :mod:`kafkalab.notebook.model`.
+What it owns: the synced state (the list's totals and version, the filter text and its error, the sort, the
+selected frame, its place in the list and field path, the view of the selected frame, notices, Expert Info)
+and the Python API (``select``, ``select_byte``, ``go_to``, ``rows_at``, ``append``, ``follow``). The
+browser half (``static/explorer.js``, ``static/explorer.css``, shipped in the package, no CDN) draws the
+panes, asks for the rows it is about to show (custom messages, a page at a time), and writes back
+``selected_frame``/``selected_path``/``filter_text``/``sort`` when the user clicks or types. The logic that
+needs no widget library lives in :mod:`.model` and :mod:`.listing`.
 
 Selection: ``selected_path`` is the public identity of a field (``topic_data[0].name``); the view's nodes
 carry their byte spans and the buffer they refer to, so either side can resolve a path to bytes or a byte to
-the deepest node. A saved notebook shows the static HTML snapshot carried in the mimebundle's ``text/html``.
+the deepest node. A saved notebook shows a static snapshot (see ``_ipython_display_``).
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ class Explorer(anywidget.AnyWidget):
     selected_path = traitlets.Unicode("").tag(sync=True)
     field_filter = traitlets.Unicode("").tag(sync=True)  # the filter the selected field stands for, or ""
     notice = traitlets.Unicode("").tag(sync=True)        # what went wrong, said to the user
+    expert = traitlets.List(traitlets.Dict()).tag(sync=True)   # diagnostics grouped, most frequent first
     view = traitlets.Dict(default_value={}).tag(sync=True)
     following = traitlets.Bool(False).tag(sync=True)
     height = traitlets.Unicode("560px").tag(sync=True)
@@ -61,6 +64,8 @@ class Explorer(anywidget.AnyWidget):
         self._extra: dict[int, Frame] = {}
         self._listing = Listing(self._source.table())
         self._follower: model.Follower | None = None
+        self._expert = model.expert_info(self._listing.table)
+        self._publish_expert()
         self._apply_listing()
         self.on_msg(self._on_message)
         if len(self._listing):
@@ -101,8 +106,11 @@ class Explorer(anywidget.AnyWidget):
                 return
             for f in new:
                 self._extra[f.frame] = f
-            self._listing.append(frames_table(new))
+            addition = frames_table(new)
+            self._listing.append(addition)
+            model.expert_info(addition, self._expert)
             with self.hold_sync():
+                self._publish_expert()
                 self.row_total = len(self._listing.table)
                 self.match_total = len(self._listing)
                 if self._listing.sort:
@@ -132,6 +140,10 @@ class Explorer(anywidget.AnyWidget):
             return int(table["frame"].iat[-1]) if len(table) else 0
 
     # ------------------------------------------------------------ the frame list
+
+    def _publish_expert(self) -> None:
+        groups = sorted(self._expert.values(), key=lambda g: (g["severity"] != "error", -g["count"]))
+        self.expert = [dict(g, frames=list(g["frames"])) for g in groups]      # copies: a change is seen
 
     def _apply_listing(self) -> None:
         with self._lock:
@@ -233,6 +245,16 @@ class Explorer(anywidget.AnyWidget):
         """(buffer, start, end) of the selected field, end exclusive; None when nothing is selected."""
         index = model.find_node(self.view, self.selected_path) if self.selected_path else -1
         return model.node_range(self.view, index) if index >= 0 else None
+
+    @property
+    def selected_bytes(self) -> bytes | None:
+        """The selected field's bytes (from the inflated buffer when it lives there); None when nothing is
+        selected. ``selected_bytes.hex()`` is what the bytes pane's "Copy hex" puts on the clipboard."""
+        selected = self.selected_range
+        if selected is None:
+            return None
+        buffer, start, end = selected
+        return bytes(self.view["buffers"][buffer]["data"][start:end])
 
     @property
     def selected_node(self):

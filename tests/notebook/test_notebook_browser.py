@@ -212,6 +212,9 @@ def test_explorer_in_jupyterlab(lab) -> None:
             assert "acks: -1" in page.locator(".kl-label.kl-selected").inner_text()
             assert selected_offsets(page) == [29, 30]
             assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_path)") == "acks\n"
+            page.click(".kl-copy")                                               # copy: the field's bytes as hex
+            assert page.locator(".kl-copy").get_attribute("data-copied") == "ffff"
+            assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_bytes.hex())") == "ffff\n"
 
             # Python drives the selection into the inflated record data: the hex pane switches buffers
             assert page.evaluate(RUN_IN_KERNEL, f"print(ex.select({KEY_PATH!r}))") == "(1, 5, 12)\n"
@@ -229,8 +232,16 @@ def test_explorer_in_jupyterlab(lab) -> None:
             assert page.evaluate(RUN_IN_KERNEL, "print(ex.selected_range)") == "(1, 13, 23)\n"
 
             # live mode: appended frames appear in the list
-            page.evaluate(RUN_IN_KERNEL, "import copy\nf = copy.copy(frames[0]); f.frame = 4\nex.append([f])")
+            page.evaluate(RUN_IN_KERNEL, "import copy\nf = copy.copy(frames[0]); f.frame = 4\n"
+                                         "f.diagnostics = ['trailing bytes: 2 after the body']\nex.append([f])")
             page.wait_for_selector('.kl-row[data-frame="4"]')
+
+            # Expert Info: the new frame's diagnostic, grouped and linked to its frame
+            page.wait_for_selector('.kl-expert-toggle:has-text("⚠ 1")')
+            page.click(".kl-expert-toggle")
+            assert "1 × trailing bytes: N after the body" in page.locator(".kl-expert-item").inner_text()
+            page.click('.kl-expert-frame[data-frame="4"]')
+            page.wait_for_selector('.kl-row[data-frame="4"].kl-selected')
             if os.environ.get("KAFKALAB_SCREENSHOT"):       # a picture for humans reviewing the layout
                 page.locator(".kl-explorer").screenshot(path=os.environ["KAFKALAB_SCREENSHOT"])
         finally:
@@ -429,10 +440,15 @@ def test_a_100000_frame_capture_scrolls_to_its_last_frame(lab, big_capture) -> N
             page.wait_for_selector(f'.kl-row[data-frame="{last}"]', state="visible")
             to_end = time.monotonic() - started
 
-            page.fill(".kl-goto", "54321")
+            middle = last // 2 + 321
+            page.fill(".kl-goto", str(middle))
             page.press(".kl-goto", "Enter")
-            page.wait_for_selector('.kl-row[data-frame="54321"].kl-selected', state="visible")
-            page.wait_for_selector('.kl-title:has-text("#54321")')
+            page.wait_for_selector(f'.kl-row[data-frame="{middle}"].kl-selected', state="visible")
+            page.wait_for_selector(f'.kl-title:has-text("#{middle}")')
+            partner = page.locator(".kl-partner").get_attribute("data-frame")     # request <-> response
+            page.click(".kl-partner")
+            page.wait_for_selector(f'.kl-row[data-frame="{partner}"].kl-selected', state="visible")
+            assert page.locator(".kl-partner").get_attribute("data-frame") == str(middle)
 
             started = time.monotonic()
             page.fill(".kl-filter", 'api_name == "Heartbeat" and latency_ms > 0.1')

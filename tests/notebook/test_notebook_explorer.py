@@ -271,3 +271,47 @@ def test_the_saved_outputs_pair_snapshot_and_live_view(explorer, monkeypatch) ->
     assert 'class="kl-snapshot"' in snapshot["text/html"] and snapshot["text/html"].count("<mark") == 2
     assert "application/vnd.jupyter.widget-view+json" not in snapshot
     assert "application/vnd.jupyter.widget-view+json" in live and "kl-snapshot" not in live["text/html"]
+
+
+def test_a_frame_knows_its_partner() -> None:
+    pytest.importorskip("anywidget")
+    from pathlib import Path
+
+    import kafkalab
+    from kafkalab.notebook import explore
+
+    cap = kafkalab.read_capture(Path(__file__).resolve().parents[2] / "captures" / "lossy.pcap")
+    request = next(f for f in cap if f.kind == "request" and f.response_frame is not None)
+    explorer = explore(cap)
+    explorer.go_to(request.frame)
+    assert explorer.view["partner"] == request.response_frame
+    explorer.go_to(request.response_frame)
+    assert explorer.view["partner"] == request.frame
+
+
+def test_expert_info_groups_every_diagnostic() -> None:
+    pytest.importorskip("anywidget")
+    from pathlib import Path
+
+    import kafkalab
+    from kafkalab.notebook import explore
+
+    cap = kafkalab.read_capture(Path(__file__).resolve().parents[2] / "captures" / "midstream.pcap")
+    explorer = explore(cap)
+    groups = {g["what"]: g for g in explorer.expert}
+    notes = [(f.frame, d) for f in cap for d in f.diagnostics]
+    assert sum(g["count"] for g in explorer.expert) == len(notes)
+    resync = groups["resynchronised: skipped N bytes to find a frame start"]
+    assert resync["frames"] == [n for n, d in notes if d.startswith("resynchronised")][:5]
+    frames = list(cap)
+    half = explore(frames[: len(frames) // 2])             # following adds the rest: counts grow incrementally
+    half.append(frames[len(frames) // 2:])
+    assert sorted((g["what"], g["count"]) for g in half.expert) == sorted((g["what"], g["count"]) for g in explorer.expert)
+
+
+def test_selected_bytes_follow_the_buffer(explorer, demo) -> None:
+    assert explorer.selected_bytes is None
+    explorer.select(KEY_PATH, frame=2)
+    assert explorer.selected_bytes == b"order-1"                  # from the inflated buffer
+    explorer.select("acks")
+    assert explorer.selected_bytes == demo[1].raw[29:31] == b"\xff\xff"

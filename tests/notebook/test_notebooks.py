@@ -22,7 +22,7 @@ NOTEBOOKS = REPO / "notebooks"
 CAPTURES = REPO / "captures"
 TIME_LIMIT = 60.0          # seconds per notebook, kernel start included
 EXPECTED = ["01-wire-format-by-hand.ipynb", "02-record-batches.ipynb", "03-live-lab.ipynb",
-            "04-offline-analysis.ipynb", "05-troubleshooting.ipynb"]
+            "04-offline-analysis.ipynb", "05-troubleshooting.ipynb", "08-faults-and-personas.ipynb"]
 
 
 def run_notebook(name: str, check: str, *, python_path: Path = REPO) -> tuple[dict, float, nbformat.NotebookNode]:
@@ -276,3 +276,36 @@ def test_05_troubleshooting():
         assert (k3, v3) == ("request", 0)
     assert elapsed < TIME_LIMIT
 
+
+
+def test_08_faults_and_personas():
+    values, elapsed, _ = run_notebook("08-faults-and-personas.ipynb", """{
+        "fired": [f.note for f in broker.faults.fired], "first": first.offset,
+        "produce_errors": [int(e) for e in broker.frames.query("api_name == 'Produce' and kind == 'response'")
+                           .error_code],
+        "second": second.offset, "stored": held.response["responses"][0]["partition_responses"][0]["base_offset"],
+        "notes": [d for ds in broker.frames.diagnostics for d in ds],
+        "timeline": error_timeline(broker)[["api_name", "category", "detail"]].values.tolist(),
+        "personas": personas.to_dict("records"),
+        "acked": acked, "moved_to": list(moved_to),
+        "cluster_errors": [int(e) for e in cf[(cf.api_name == "Produce") & (cf.kind == "response")].error_code],
+        "deliveries": deliveries,
+        "running": broker.running or cluster.running or queue.running}""")
+    assert values["fired"] == ["fault injected: NOT_LEADER_OR_FOLLOWER"]          # story 1
+    assert values["first"] == 0 and values["produce_errors"][:2] == [6, 0]      # refused once, then appended
+    assert ["Produce", "diagnostic", "fault injected: NOT_LEADER_OR_FOLLOWER"] in values["timeline"]
+    assert ["Produce", "error", "NOT_LEADER_OR_FOLLOWER"] in values["timeline"]
+    assert (values["second"], values["stored"]) == (4242, 1)                    # story 2: the edited answer
+    assert any(n.endswith("response edited") for n in values["notes"])
+    personas = {row["persona"]: row for row in values["personas"]}              # story 3
+    assert [row["kafka-python infers"] for row in values["personas"]] == list(personas)
+    assert personas["0.10.0"]["librdkafka Produce"] == 2 and personas["2.8"]["librdkafka Produce"] == 9
+    first_try, retry = personas["0.10.0"]["librdkafka ApiVersions"][:2]
+    assert first_try > 0 and retry == 0                                         # KIP-511 fallback to v0
+    assert values["acked"] == list(range(10)) and values["moved_to"][1] == 1    # story 4: nothing lost
+    assert 6 in values["cluster_errors"] and values["cluster_errors"][-1] == 0
+    assert [(d["member"], d["value"], d["delivery_count"]) for d in values["deliveries"]] == [   # story 5
+        ("alice", "job-0", 1), ("alice", "job-1", 1), ("bob", "job-2", 1), ("bob", "job-3", 1),
+        ("bob", "job-1", 2)]
+    assert values["running"] is False
+    assert elapsed < TIME_LIMIT

@@ -392,7 +392,8 @@ def test_compare_frames_keeps_what_differs():
 # ---------------------------------------------------------------- readable on every shipped capture
 
 CAPTURES = sorted((Path(__file__).resolve().parents[2] / "captures").glob("*.pcap"))
-PLOTS = ["plot_latency", "plot_latency_percentiles", "plot_errors", "plot_throughput", "plot_consumer_lag"]
+PLOTS = ["plot_latency", "plot_latency_percentiles", "plot_errors", "plot_throughput", "plot_consumer_lag",
+         "plot_io"]
 
 
 def _texts(fig):
@@ -481,3 +482,17 @@ def test_latency_stats_count_acks0_and_kip511_fallbacks_apart():
     exchanges.loc[produce, "response_frame"] = pd.NA
     row = plots.latency_stats(exchanges).loc["Produce"]
     assert row["acks0"] == row["requests"] == int(produce.sum()) and row["unanswered"] == 0
+
+
+def test_io_graph_counts_every_frame_and_byte():
+    import kafkalab
+
+    cap = kafkalab.read_capture(Path(__file__).resolve().parents[2] / "captures" / "produce-consume-none.pcap")
+    table = plots.io_graph(cap)
+    assert table["frames"].sum() == len(cap.frames) and table["bytes"].sum() == cap.frames["size"].sum()
+    span = (cap.frames["time"].max() - cap.frames["time"].min()).total_seconds()
+    from kafkalab.notebook.plots.throughput import auto_freq
+    width = pd.Timedelta(auto_freq(span))
+    assert span / width.total_seconds() <= 30 and (table["time"].astype("int64") % width.value == 0).all()
+    by_api = table.groupby("api_name")["frames"].sum()
+    assert by_api.to_dict() == cap.frames["api_name"].value_counts().to_dict()

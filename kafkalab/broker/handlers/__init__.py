@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from kafkalab.protocol import api_spec
 
-from . import (add_offsets_to_txn, add_partitions_to_txn, alter_configs, api_versions, consumer_group_describe,
-               consumer_group_heartbeat, create_partitions, create_topics, delete_groups, delete_records,
-               delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
-               describe_producers, describe_topic_partitions, describe_transactions, end_txn, fetch,
-               find_coordinator, get_telemetry_subscriptions, heartbeat, incremental_alter_configs, init_producer_id,
-               join_group, leave_group, list_groups, list_offsets, list_transactions, metadata, offset_commit,
-               offset_delete, offset_fetch, offset_for_leader_epoch, produce, push_telemetry, sync_group,
-               txn_offset_commit, write_txn_markers)
+from . import (add_offsets_to_txn, add_partitions_to_txn, alter_configs, alter_partition_reassignments, api_versions,
+               alter_share_group_offsets, consumer_group_describe, consumer_group_heartbeat, create_partitions,
+               create_topics, delete_groups, delete_records, delete_share_group_offsets, delete_topics,
+               describe_cluster, describe_configs, describe_groups, describe_log_dirs, describe_producers,
+               describe_quorum, describe_share_group_offsets, describe_topic_partitions, describe_transactions,
+               elect_leaders, end_txn, fetch, find_coordinator, get_telemetry_subscriptions, heartbeat,
+               incremental_alter_configs, init_producer_id, join_group, leave_group, list_groups, list_offsets,
+               list_partition_reassignments, list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
+               offset_for_leader_epoch, produce, push_telemetry, share_acknowledge, share_fetch,
+               share_group_describe, share_group_heartbeat, sync_group, txn_offset_commit, update_features,
+               write_txn_markers)
 from .base import Handler, Offload, RequestContext, Wait
 
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, find_coordinator, api_versions,
@@ -24,7 +27,10 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, 
            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, describe_transactions,
            list_transactions, describe_producers, write_txn_markers,
            join_group, sync_group, heartbeat, leave_group, describe_groups, list_groups, delete_groups, offset_delete,
-           consumer_group_heartbeat, consumer_group_describe)
+           consumer_group_heartbeat, consumer_group_describe, elect_leaders, alter_partition_reassignments,
+           list_partition_reassignments, describe_quorum, update_features, share_group_heartbeat,
+           share_group_describe, share_fetch, share_acknowledge, describe_share_group_offsets,
+           alter_share_group_offsets, delete_share_group_offsets)
 
 def build_registry(modules=MODULES) -> dict[int, Handler]:
     registry = {}

@@ -1,4 +1,7 @@
-"""ApiVersions (18), v0-v4: the version ranges of every registered handler.
+"""ApiVersions (18), v0-v4: the version ranges of every registered handler; from v3 the supported and
+finalized feature levels (KIP-584, changed by UpdateFeatures). A single node leaves the feature tags out (its
+tagged-field section stays empty, as notebook 01 shows) until UpdateFeatures changes a level; a cluster
+(``nodes`` > 1), where the cluster administration APIs live, always reports them.
 
 The KIP-511 fallback (a request in a version the broker does not speak gets a v0 body with
 UNSUPPORTED_VERSION and the ranges) happens in the dispatcher, before the body is decoded; see
@@ -6,6 +9,7 @@ UNSUPPORTED_VERSION and the ranges) happens in the dispatcher, before the body i
 """
 from __future__ import annotations
 
+from ..controls.cluster import SUPPORTED_FEATURES
 from .base import Handler
 
 
@@ -15,7 +19,15 @@ def advertised(registry) -> list[dict]:
 
 
 def handle(ctx, body: dict) -> dict:
-    return {"error_code": 0, "api_keys": advertised(ctx.registry), "throttle_time_ms": 0}
+    answer = {"error_code": 0, "api_keys": advertised(ctx.registry), "throttle_time_ms": 0}
+    cluster = ctx.state.cluster
+    if cluster.size > 1 or cluster.features_epoch > 0:
+        answer.update(supported_features=[{"name": n, "min_version": lo, "max_version": hi}
+                                          for n, (lo, hi) in SUPPORTED_FEATURES.items()],
+                      finalized_features_epoch=cluster.features_epoch,
+                      finalized_features=[{"name": n, "max_version_level": level, "min_version_level": level}
+                                          for n, level in cluster.features.items()])
+    return answer
 
 
 HANDLER = Handler(18, 0, 4, handle)

@@ -53,13 +53,15 @@ def handle(ctx, body: dict) -> dict:
 
 
 def _describe(ctx, topic, partitions) -> dict:
-    node = ctx.state.node_id
+    cluster = ctx.state.cluster
     return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in INTERNAL_TOPICS,
             "topic_authorized_operations": TOPIC_OPERATIONS, "partitions": [
-                {"error_code": NONE, "partition_index": p.index, "leader_id": node, "leader_epoch": 0,
-                 "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
-                 "last_known_elr": [], "offline_replicas": []} for p in partitions]}
+                {"error_code": NONE, "partition_index": p.index, "leader_id": leader, "leader_epoch": epoch,
+                 "replica_nodes": cluster.replicas(topic.name, p.index),
+                 "isr_nodes": cluster.replicas(topic.name, p.index), "eligible_leader_replicas": [],
+                 "last_known_elr": [], "offline_replicas": []}
+                for p in partitions for leader, epoch in [cluster.leader(topic.name, p.index)]]}
 
 
 def _error(name: str, code: int) -> dict:

@@ -1,4 +1,4 @@
-"""FindCoordinator (10), v0-v6: this broker coordinates every group and transactional id.
+"""FindCoordinator (10), v0-v6: the first node coordinates every group and transactional id.
 
 v0 asks for a group; v1-v3 for one key of a type (0 group, 1 transaction); v4+ for a list
 (``coordinator_keys``, KIP-699) answered one entry each. An unknown key type is ErrorCode.INVALID_REQUEST, an empty
@@ -27,8 +27,8 @@ def _entry(ctx, key: str, key_type: int) -> dict:
         ErrorCode.INVALID_GROUP_ID if key_type == GROUP and not key else ErrorCode.NONE
     if error:
         return {"node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": None}
-    return {"node_id": state.node_id, "host": ctx.local_host or state.advertised_host,
-            "port": ctx.local_port or state.advertised_port, "error_code": ErrorCode.NONE, "error_message": None}
+    host, port = next((h, p) for node, h, p in state.brokers(ctx.local_host, ctx.local_port) if node == state.node_id)
+    return {"node_id": state.node_id, "host": host, "port": port, "error_code": ErrorCode.NONE, "error_message": None}
 
 
 HANDLER = Handler(ApiKey.FIND_COORDINATOR, 0, 6, handle)

@@ -1,4 +1,5 @@
-"""Metadata (3), v0-v13: this broker is every broker, the controller and the leader of every partition.
+"""Metadata (3), v0-v13: the cluster's nodes, its controller, and each partition's leader and leader epoch
+(one node leads everything unless the broker runs several, ``Broker(nodes=3)``).
 
 Topics asked for by name that do not exist are created when both the broker (``auto_create_topics``) and,
 from v4, the request (``allow_auto_topic_creation``) allow it, at most ``max_auto_created_topics_per_request``
@@ -25,10 +26,10 @@ def handle(ctx, body: dict) -> dict:
         allow = body.get("allow_auto_topic_creation", True) and state.config.auto_create_topics
         creations = [state.config.max_auto_created_topics_per_request] if allow else [0]
         topics = [_lookup(ctx, item, creations) for item in requested]
-    host = ctx.local_host or state.advertised_host
-    port = ctx.local_port or state.advertised_port
-    return {"throttle_time_ms": 0, "brokers": [{"node_id": state.node_id, "host": host, "port": port, "rack": None}],
-            "cluster_id": state.cluster_id, "controller_id": state.node_id, "topics": topics,
+    brokers = [{"node_id": node, "host": host, "port": port, "rack": None}
+               for node, host, port in state.brokers(ctx.local_host, ctx.local_port)]
+    return {"throttle_time_ms": 0, "brokers": brokers,
+            "cluster_id": state.cluster_id, "controller_id": state.cluster.controller, "topics": topics,
             "cluster_authorized_operations": -2147483648, "error_code": 0}
 
 
@@ -57,10 +58,13 @@ def _error(name, code: int, topic_id=ZERO_UUID) -> dict:
 
 
 def _describe(ctx, topic) -> dict:
-    node = ctx.state.node_id
-    partitions = [{"error_code": NONE, "partition_index": p.index, "leader_id": node, "leader_epoch": 0,
-                   "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
-                  for p in topic.partitions]
+    cluster = ctx.state.cluster
+    partitions = []
+    for p in topic.partitions:
+        leader, epoch = cluster.leader(topic.name, p.index)
+        replicas = cluster.replicas(topic.name, p.index)
+        partitions.append({"error_code": NONE, "partition_index": p.index, "leader_id": leader, "leader_epoch": epoch,
+                           "replica_nodes": replicas, "isr_nodes": replicas, "offline_replicas": []})
     return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in INTERNAL_TOPICS,
             "partitions": partitions, "topic_authorized_operations": -2147483648}

@@ -101,3 +101,40 @@ def plot_throughput(source: Any, freq: str | None = None, metric: str = "records
     if len(series.columns):
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     return ax
+
+
+def io_graph(source: Any, freq: str | None = None, by: str = "api_name"):
+    """Wireshark's I/O graph as a table: frames and bytes (``size``) per time bin and API (or ``by`` another
+    frames column). ``freq`` defaults to a bin width giving about 30 bins over the data's span.
+    Columns: time (bin start, UTC), the ``by`` column, frames, bytes."""
+    import pandas as pd
+
+    frames = frames_of(source)
+    columns = ["time", by, "frames", "bytes"]
+    if frames.empty:
+        return pd.DataFrame(columns=columns)
+    times = pd.to_datetime(frames["time"], utc=True)
+    freq = freq or auto_freq((times.max() - times.min()).total_seconds())
+    data = pd.DataFrame({"time": times, by: frames[by].astype("string").fillna("?"), "frames": 1,
+                         "bytes": frames["size"].fillna(0).astype("int64")})
+    grouped = data.groupby([pd.Grouper(key="time", freq=freq), by])[["frames", "bytes"]].sum().reset_index()
+    return grouped[grouped["frames"] > 0][columns].reset_index(drop=True)
+
+
+def plot_io(source: Any, freq: str | None = None, metric: str = "frames", by: str = "api_name", ax=None):
+    """The I/O graph: frames (``metric="frames"``) or bytes per time bin, one line per API."""
+    plt = _pyplot()
+    table = io_graph(source, freq, by)
+    ax = ax if ax is not None else plt.subplots(figsize=(9, 3.4))[1]
+    origin = _origin(table["time"])
+    for i, (key, rows) in enumerate(table.groupby(by, sort=False)):
+        style = style_of(i)
+        ax.plot(_seconds(rows["time"], origin), rows[metric].to_numpy(dtype=float), drawstyle="steps-post",
+                marker=style["marker"], markersize=3, color=style["color"], label=str(key))
+    ax.set_ylabel(f"{metric} per bin")
+    ax.set_ylim(bottom=0)
+    ax.set_title("I/O graph by API" if len(table) else "I/O graph: no frames")
+    _time_axis(ax, origin)
+    if len(table):
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return ax

@@ -89,6 +89,8 @@ function render({ model, el }) {
   filter.value = model.get("filter_text");
   const applyField = h("button", { class: "kl-apply", text: "Apply as filter", title: "filter on the selected field" });
   const goto = h("input", { class: "kl-goto", type: "number", min: "1", placeholder: "go to #" });
+  const expertToggle = h("button", { class: "kl-expert-toggle", title: "Expert Info: every diagnostic, grouped" });
+  const expertPanel = h("div", { class: "kl-expert", style: "display:none" });
   const count = h("span", { class: "kl-count" });
   const live = h("span", { class: "kl-live", text: "● live" });
   const message = h("div", { class: "kl-message" });
@@ -101,11 +103,12 @@ function render({ model, el }) {
   const tree = h("div", { class: "kl-tree" });
   const tabs = h("div", { class: "kl-tabs" });
   const hex = h("div", { class: "kl-hex" });
-  const bytesPane = h("div", { class: "kl-bytes" }, tabs, hex);
+  const copy = h("button", { class: "kl-copy", text: "Copy hex", title: "copy the selected field's bytes (or the buffer) as hex" });
+  const bytesPane = h("div", { class: "kl-bytes" }, h("div", { class: "kl-bytebar" }, tabs, copy), hex);
   const vsplit = h("div", { class: "kl-vsplit", title: "drag to resize" });
   const root = h("div", { class: "kl-explorer" },
-    h("div", { class: "kl-toolbar" }, filter, applyField, goto, count, live),
-    message, list, split, title,
+    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, count, live),
+    message, expertPanel, list, split, title,
     h("div", { class: "kl-panes" }, tree, vsplit, bytesPane));
   el.append(root);
 
@@ -143,7 +146,8 @@ function render({ model, el }) {
     const hidden = model.get("columns").filter((c) => !shown.includes(c));
     head.title = hidden.length ? `hidden to keep the summary in view: ${hidden.join(", ")} (widen to show)` : "";
     const sort = model.get("sort");
-    list.style.setProperty("--kl-columns", columns().map((c) => COLUMN_WIDTH[c] || "10ch").join(" "));
+    const width = (c) => (c === "summary" ? COLUMN_WIDTH.summary : `calc(${COLUMN_WIDTH[c] || "10ch"} + ${CELL_PAD_PX}px)`);
+    list.style.setProperty("--kl-columns", columns().map(width).join(" "));
     head.replaceChildren(...columns().map((c) => {
       const arrow = sort === c ? " ▲" : sort === `-${c}` ? " ▼" : "";
       const label = (c in COLUMN_HEAD ? COLUMN_HEAD[c] : c) + arrow;
@@ -291,6 +295,24 @@ function render({ model, el }) {
       notice && h("div", { class: "kl-notice", text: notice })].filter(Boolean));
   }
 
+  // ---------------------------------------------------------------- expert info
+  function drawExpert() {
+    const groups = model.get("expert") || [];
+    const total = groups.reduce((sum, g) => sum + g.count, 0);
+    expertToggle.textContent = `⚠ ${total}`;
+    expertToggle.style.display = total ? "" : "none";
+    expertPanel.replaceChildren(...groups.map((g) => h("div", { class: `kl-expert-item kl-${g.severity}`, title: g.example },
+      h("span", { class: "kl-expert-count", text: `${g.count} × ` }), h("span", { text: g.what }),
+      ...g.frames.map((f) => h("span", { class: "kl-expert-frame", "data-frame": String(f), text: ` #${f}` })))));
+  }
+  expertToggle.addEventListener("click", () => {
+    expertPanel.style.display = expertPanel.style.display === "none" ? "" : "none";
+  });
+  expertPanel.addEventListener("click", (event) => {
+    const target = event.target.closest("[data-frame]");
+    if (target) model.send({ type: "goto", frame: Number(target.dataset.frame) });
+  });
+
   // ---------------------------------------------------------------- resizable split
   dragger(split, () => list.getBoundingClientRect().height, (start, dx, dy) => {
     list.style.flex = `0 0 ${Math.max(3 * ROW_H, start + dy)}px`;
@@ -308,8 +330,11 @@ function render({ model, el }) {
     if (view.missing) {
       title.replaceChildren(h("span", { class: "kl-diag", text: `#${view.frame} is not available: ${view.missing}` }));
     } else {
+      const partner = view.partner == null ? null : h("button", { class: "kl-partner", "data-frame": String(view.partner),
+        text: view.partner > view.frame ? `response #${view.partner} →` : `← request #${view.partner}`,
+        title: "go to the other half of this exchange" });
       title.replaceChildren(h("span", { text: view.frame ? `#${view.frame} ${view.title || ""}` : "no frame selected" }),
-        ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
+        ...(partner ? [partner] : []), ...(view.diagnostics || []).map((d) => h("span", { class: "kl-diag", text: ` ⚠ ${d}` })));
     }
     tree.replaceChildren();
     if (nodes().length) tree.append(drawNode(0));
@@ -334,6 +359,11 @@ function render({ model, el }) {
     }
     return box;
   }
+
+  title.addEventListener("click", (event) => {
+    const button = event.target.closest(".kl-partner");
+    if (button) model.send({ type: "goto", frame: Number(button.dataset.frame) });
+  });
 
   tree.addEventListener("click", (event) => {
     const label = event.target.closest(".kl-label");
@@ -369,6 +399,14 @@ function render({ model, el }) {
     state.windowStart = 0;
     drawTabs();
     drawHex();
+  });
+
+  copy.addEventListener("click", () => {
+    const bytes = state.bytes[state.buffer] || new Uint8Array(0);
+    const span = selectedSpan() || [0, bytes.length];
+    const text = Array.from(bytes.subarray(span[0], span[1]), hex2).join("");
+    copy.dataset.copied = text;
+    if (navigator.clipboard) navigator.clipboard.writeText(text).catch(() => {});
   });
 
   function selectedSpan() {
@@ -488,7 +526,7 @@ function render({ model, el }) {
 
   const onHeight = () => { root.style.height = model.get("height"); };
   const handlers = {
-    "msg:custom": onMessage,
+    "msg:custom": onMessage, "change:expert": drawExpert,
     "change:list_version": onVersion, "change:columns": onVersion, "change:sort": drawHead,
     "change:match_total": onTotal, "change:row_total": scheduleDraw, "change:following": scheduleDraw,
     "change:selected_frame": scheduleDraw, "change:selected_index": showSelectedRow, "change:view": onView,
@@ -498,6 +536,7 @@ function render({ model, el }) {
   for (const [event, handler] of Object.entries(handlers)) model.on(event, handler);
   onHeight();
   onFilterState();
+  drawExpert();
   onVersion();
   onView();
   root.dataset.ready = "1";

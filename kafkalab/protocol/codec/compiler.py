@@ -10,7 +10,8 @@ interpreter, which produces the precise error. So generated code only has to be 
 against the bytes left before it is used.
 
 Tagged-field sections that are not empty, and encode bodies carrying fields the version lacks, are handed to
-the interpreter's helpers: they are rare, and correctness there matters more than speed.
+the interpreter's helpers: they are rare, and correctness there matters more than speed. What the generated
+code calls at run time lives in :mod:`.runtime`.
 """
 from __future__ import annotations
 
@@ -20,48 +21,18 @@ import uuid
 from typing import Any, Callable
 
 from ..schema.model import MessageSpec
-from ..wire import FIXED, MAX_ARRAY_LENGTH, read_uvarint, write_uvarint
+from ..wire import MAX_ARRAY_LENGTH, read_uvarint, write_uvarint
 from .interpreter import decode_tagged, encode_tagged
 from .layout import FIXED_WIDTH, UNKNOWN_TAGS, Layout, Slot, message_layout
 from .record_hooks import RECORDS_HOOKS
-
-STRUCT_CODES = {name: fmt[1] for name, (fmt, _) in FIXED.items()} | {"uuid": "16s"}
-
-
-SMALL_ARRAY = 64
-_ARRAY_UNPACKERS = {code: [struct.Struct(f">{n}{code}").unpack_from for n in range(SMALL_ARRAY)]
-                    for code in set(STRUCT_CODES.values()) if code != "16s"}
-
-
-#: the same, also reading the one byte after the array (a flexible version always has one: the next compact
-#: length or the tag section), so the next slot needs no separate index operation
-_PEEKING_UNPACKERS = {code: [struct.Struct(f">{n}{code}B").unpack_from for n in range(SMALL_ARRAY)]
-                      for code in set(STRUCT_CODES.values()) if code != "16s"}
-
-
-def _int_array(buf, pos: int, code: str, width: int) -> tuple[list, int]:
-    """A compact array of fixed-width numbers starting at ``pos`` (its count included), any size."""
-    count, pos = read_uvarint(buf, pos)
-    count -= 1
-    if count < 0:
-        raise _Reject()
-    values = list(struct.unpack_from(f">{count}{code}", buf, pos))   # refuses counts the buffer cannot hold
-    return values, pos + count * width
-
+from .runtime import (ARRAY_UNPACKERS, PEEKING_UNPACKERS, SMALL_ARRAY, STRUCT_CODES, int_array, int_arrays,
+                      make_uuid, reject, shape, shaped)
 
 def _starts_with_compact_byte(slot: Slot) -> bool:
     """True when ``slot`` begins with a compact length (strings, bytes, arrays, records in flexible versions);
     a run of fixed-width slots (a list) never does."""
     return isinstance(slot, Slot) and slot.compact and (slot.kind in ("array", "records") or
                              (slot.kind == "scalar" and slot.wire_type not in STRUCT_CODES))
-
-
-class _Reject(Exception):
-    """Raised by generated code on input it will not handle; the caller falls back to the interpreter."""
-
-
-def _reject(*_):
-    raise _Reject()
 
 
 class _Emitter:
@@ -292,11 +263,11 @@ class _DecoderBuilder:
         em.emit(ind, f"if 0 <= {n} < {SMALL_ARRAY}:")
         if peek:   # the next byte starts a compact length or the tag section: read it in the same call
             self.peeked = em.var("p")
-            table = em.const(_PEEKING_UNPACKERS[code], "A")
+            table = em.const(PEEKING_UNPACKERS[code], "A")
             em.emit(ind + 1, f"*{out}, {self.peeked} = {table}[{n}](buf, pos)")
             em.emit(ind + 1, f"pos += {n} * {width} + 1")
         else:
-            table = em.const(_ARRAY_UNPACKERS[code], "A")
+            table = em.const(ARRAY_UNPACKERS[code], "A")
             em.emit(ind + 1, f"{out} = [*{table}[{n}](buf, pos)]")
             em.emit(ind + 1, f"pos += {n} * {width}")
         em.emit(ind, "else:")
@@ -311,7 +282,7 @@ class _DecoderBuilder:
         shape, and used if its count bytes and tag byte say it has the same shape (else the ordinary way)."""
         em = self.em
         shape, key, unpack, size = (em.var(x) for x in ("shp", "shk", "sun", "ssz"))
-        counts = [em.var("c") for _ in _int_arrays(layout)]
+        counts = [em.var("c") for _ in int_arrays(layout)]
         lay = em.const(layout, "L")
         em.emit(ind, f"{shape} = {key} = None")
         em.emit(ind, f"for _ in range({n}):")
@@ -322,7 +293,7 @@ class _DecoderBuilder:
         em.emit(body + 1, f"if {checks} and not t[-1]:")
         entries = [f"{s.name!r}: t[{i}]" for i, s in enumerate(layout.slots) if s.kind == "scalar"]
         bounds = counts[1:] + ["-1"]
-        entries += [f"{s.name!r}: [*t[{c} + 1:{end}]]" for s, c, end in zip(_int_arrays(layout), counts, bounds)]
+        entries += [f"{s.name!r}: [*t[{c} + 1:{end}]]" for s, c, end in zip(int_arrays(layout), counts, bounds)]
         em.emit(body + 2, f"{append}({{{', '.join(entries)}}})")
         em.emit(body + 2, f"pos += {size}")
         em.emit(body + 2, "continue")
@@ -361,7 +332,7 @@ class _DecoderBuilder:
                 em.emit(ind, f"if {n} * 16 > blen - pos: _reject()")
                 em.emit(ind, f"{out} = [_uuid(x) for x in _unpack_from('>' + '16s' * {n}, buf, pos)]")
             else:
-                table = em.const(_ARRAY_UNPACKERS[code], "A")
+                table = em.const(ARRAY_UNPACKERS[code], "A")
                 em.emit(ind, f"if {n} < {SMALL_ARRAY}: {out} = [*{table}[{n}](buf, pos)]")
                 em.emit(ind, f"else: {out} = [*_unpack_from('>%d{code}' % {n}, buf, pos)]")
             em.emit(ind, f"pos += {n} * {width}")
@@ -371,7 +342,7 @@ class _DecoderBuilder:
         em.emit(ind, f"{out} = []")
         append = em.var("app")
         em.emit(ind, f"{append} = {out}.append")
-        if slot.layout is not None and _shaped(slot.layout):
+        if slot.layout is not None and shaped(slot.layout):
             self.shaped_items(slot.layout, ind, n, append)
             return
         em.emit(ind, f"for _ in range({n}):")
@@ -384,74 +355,9 @@ class _DecoderBuilder:
             em.emit(ind + 1, f"{append}({value})")
 
 
-def _is_int_array(slot: Slot) -> bool:
-    return (slot.kind == "array" and slot.compact and not slot.nullable and slot.layout is None
-            and slot.item_wire_type in STRUCT_CODES and slot.item_wire_type != "uuid")
-
-
-def _int_arrays(layout: Layout) -> list[Slot]:
-    return [s for s in layout.slots if _is_int_array(s)]
-
-
-def _shaped(layout: Layout) -> bool:
-    """Items whose shape one struct call can read: flexible, no known tagged fields, fixed-width scalars
-    first (no UUIDs), then int arrays only, at least one."""
-    if not layout.flexible or layout.tagged or not _int_arrays(layout):
-        return False
-    kinds = ["fixed" if s.kind == "scalar" and s.wire_type in STRUCT_CODES and s.wire_type != "uuid"
-             else "array" if _is_int_array(s) else "other" for s in layout.slots]
-    return "other" not in kinds and kinds == sorted(kinds, key=lambda k: k == "array")
-
-
-_SHAPES: dict[tuple, tuple | None] = {}
-
-
-def _shape(layout: Layout, counts: tuple) -> tuple | None:
-    """(unpack, size, then for each int array: its count byte's index and value) of an item of ``layout``
-    with arrays of ``counts`` items; None when a count takes more than one byte."""
-    key = (id(layout), counts)
-    hit = _SHAPES.get(key, False)
-    if hit is not False:
-        return hit
-    shape = None
-    if all(0 <= c < 126 for c in counts):
-        fmt = ">" + "".join(STRUCT_CODES[s.wire_type] for s in layout.slots if s.kind == "scalar")
-        out = []
-        for slot, count in zip(_int_arrays(layout), counts):
-            out += [len(fmt) - 1, count + 1]                  # the count byte's index in the tuple
-            fmt += "B" + STRUCT_CODES[slot.item_wire_type] * count
-        unpacker = struct.Struct(fmt + "B")
-        shape = (unpacker.unpack_from, unpacker.size, *out)
-    if len(_SHAPES) < 4096:
-        _SHAPES[key] = shape
-    return shape
-
-
 def _has_records(layout: Layout) -> bool:
     return any(s.kind == "records" or (s.layout is not None and _has_records(s.layout))
                for s in layout.slots + layout.tagged)
-
-
-_UUID_NEW = uuid.UUID.__new__
-_SET = object.__setattr__
-_SAFE = uuid.SafeUUID.unknown
-
-
-_UUIDS: dict[bytes, uuid.UUID] = {}   # topic ids recur in every message that names the topic
-
-
-def _uuid(raw: bytes) -> uuid.UUID:
-    """``uuid.UUID(bytes=raw)`` (``raw`` is always 16 bytes here): the same immutable object for the same
-    bytes (topic ids, the zero id of requests by name), else made without ``UUID.__init__``'s checks."""
-    value = _UUIDS.get(raw)
-    if value is None:
-        value = _UUID_NEW(uuid.UUID)
-        _SET(value, "int", int.from_bytes(raw, "big"))
-        _SET(value, "is_safe", _SAFE)
-        if len(_UUIDS) >= 1 << 16:
-            _UUIDS.clear()
-        _UUIDS[raw] = value
-    return value
 
 
 def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
@@ -462,8 +368,9 @@ def _compile(source_lines: list[str], consts: dict, name: str) -> Callable:
 
 
 _RUNTIME = {
-    "_reject": _reject, "_uvarint": read_uvarint, "_int_array": _int_array, "_wuvarint": write_uvarint, "_uuid": _uuid,
-    "_shape": _shape,
+    "_reject": reject, "_uvarint": read_uvarint, "_int_array": int_array, "_wuvarint": write_uvarint,
+    "_uuid": make_uuid,
+    "_shape": shape,
     "_deepcopy": copy.deepcopy, "_unpack_from": struct.unpack_from, "_decode_tagged": decode_tagged,
     "_encode_tagged": encode_tagged, "_HOOKS": RECORDS_HOOKS, "_UNKNOWN": UNKNOWN_TAGS,
     "_i16": struct.Struct(">h").unpack_from, "_i32": struct.Struct(">i").unpack_from,
