@@ -82,3 +82,30 @@ def test_aiokafka_offsets_for_times(broker):
     found, beyond, (end, begin) = run(lookup())
     assert (found.offset, found.timestamp) == (4, BASE_TS + 4000) and beyond is None
     assert end[TopicPartition("t", 1)] == 10 and begin[TopicPartition("t", 1)] == 0
+
+
+def test_aiokafka_admin_create_describe_alter_delete(broker):
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    async def flow():
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic("aio-admin", 2, 1, topic_configs={"retention.ms": "3600000"})])
+            await admin.create_partitions({"aio-admin": NewPartitions(4)})
+            described = await admin.describe_topics(["aio-admin"])
+            await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "aio-admin",
+                                                      {"cleanup.policy": "compact"})])
+            configs = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "aio-admin",
+                                                                   {"cleanup.policy": None, "retention.ms": None})])
+            await admin.delete_topics(["aio-admin"])
+            return described, configs, sorted(await admin.list_topics())
+        finally:
+            await admin.close()
+    described, configs, after = run(flow())
+    assert [len(t["partitions"]) for t in described if t["topic"] == "aio-admin"] == [4]
+    entries = {c[0]: c[1] for r in configs for res in r.resources for c in res[4]}
+    # AlterConfigs replaces the whole set: retention.ms (set at creation) is back to its default
+    assert entries == {"cleanup.policy": "compact", "retention.ms": "604800000"}
+    assert "aio-admin" not in after and "t" in after

@@ -387,3 +387,29 @@ def test_kcat_reads_committed_or_uncommitted(broker):
         return done.stdout.split()
     assert consume("read_committed") == ["c1", "c2", "c3"]
     assert consume("read_uncommitted") == ["c1", "c2", "a1", "a2", "c3"]
+
+
+def test_confluent_consume_transform_produce_as_a_group_member(broker):
+    """The consumer subscribes (a member of the group, with a generation), so send_offsets_to_transaction's
+    TxnOffsetCommit names that member and generation and the coordinator checks them."""
+    fill_input(broker, [b"x%d" % i for i in range(5)])
+    consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "ctp-member",
+                            "enable.auto.commit": False, "isolation.level": "read_committed",
+                            "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+    consumer.subscribe(["in"])
+    producer = _ck_producer(broker, "ck-ctp-member")
+    producer.begin_transaction()
+    got, end = [], time.time() + TIMEOUT * 2
+    while len(got) < 5 and time.time() < end:
+        message = consumer.poll(0.2)
+        if message is not None and not message.error():
+            got.append(message)
+            producer.produce("out", message.value().upper(), partition=0)
+    metadata = consumer.consumer_group_metadata()
+    producer.send_offsets_to_transaction([ck.TopicPartition("in", 0, got[-1].offset() + 1)], metadata, TIMEOUT)
+    producer.commit_transaction(TIMEOUT)
+    consumer.close()
+    named = [f.body for f in broker.journal if f.api_name == "TxnOffsetCommit" and f.kind == "request"]
+    assert named and named[-1]["member_id"] and named[-1]["generation_id"] >= 1
+    assert committed_offset(broker, "ctp-member", "in", 0) == 5
+    assert read(broker.bootstrap_servers, "out", "read_committed", (0,)) == [b"X%d" % i for i in range(5)]

@@ -1,6 +1,7 @@
-"""kafkajs 2.2.4 transactions against the broker: commit, abort, sendOffsets and a fenced zombie, driven by
-tests/broker/js/kafkajs_transactions.js and read back here with read_committed and read_uncommitted
-consumers (kafkajs consumes only through a group, which these tests leave to the group coordinator's)."""
+"""kafkajs 2.2.4 transactions against the broker: commit, abort, consume-transform-produce (a group member
+consumes, sendOffsets commits its offsets in the transaction) and a fenced zombie, driven by
+tests/broker/js/kafkajs_transactions.js; kafkajs consumers read the results back with readUncommitted false and
+true, and librdkafka consumers read them again here."""
 from __future__ import annotations
 
 import json
@@ -26,6 +27,10 @@ def test_kafkajs_transactions():
         assert done.returncode == 0, done.stderr
         result = json.loads(done.stdout)
         assert result["fenced"] in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED")
+        assert result["consumed"] == ["x0", "x1", "x2"]
+        assert result["read"] == {"committed": ["c1", "c2", "c3", "successor"],
+                                  "uncommitted": ["a1", "a2", "c1", "c2", "c3", "successor", "zombie"],
+                                  "outCommitted": ["X0", "X1", "X2"]}
         bootstrap = broker.bootstrap_servers
         assert read(bootstrap, "t", "read_committed") == sorted(COMMITTED + [b"successor"])
         assert read(bootstrap, "t", "read_uncommitted") == sorted(COMMITTED + ABORTED + [b"successor", b"zombie"])

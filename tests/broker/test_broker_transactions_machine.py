@@ -180,9 +180,10 @@ def test_pending_offsets_become_visible_only_on_commit(state, commit):
     tx = state.transactions
     _, pid, epoch = tx.init_producer_id("app", 60000, -1, -1, 1)
     meta, _ = tx.lookup("app", pid, epoch)
-    assert tx.stage_offsets(meta, "g", {("t", 0): Committed(5)}) == BAD     # AddOffsetsToTxn first
+    assert tx.stage_offsets(meta, "g", {("t", 0): Committed(5)}, 2) == BAD     # AddOffsetsToTxn first
     assert tx.add_offsets(meta, "g", 2) == OK
-    assert tx.stage_offsets(meta, "g", {("t", 0): Committed(5), ("t", 1): Committed(7)}) == OK
+    assert ("__consumer_offsets", 0) in meta.partitions                      # as Kafka: its markers close them
+    assert tx.stage_offsets(meta, "g", {("t", 0): Committed(5), ("t", 1): Committed(7)}, 2) == OK
     assert state.store.fetch_committed("g", "t", 0) is None
     tx.end_txn(meta, commit, 3)
     assert state.store.fetch_committed("g", "t", 1) == (Committed(7) if commit else None)
@@ -211,6 +212,34 @@ def test_state_records_are_kafkas_and_recovery_resumes(tmp_path):
     assert second.store.partition("t", 0).log.last_stable_offset == 3 and _markers(second) == [(epoch, 1)]
     assert second.next_producer_id > pid
     second.close()
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_staged_offsets_survive_a_crash_between_prepare_and_markers(tmp_path, commit):
+    """TxnOffsetCommit writes the offsets as the producer's transactional records in __consumer_offsets; the
+    coordinator "dies" after Prepare*: recovery finishes the transaction, committing the offsets or not."""
+    first = BrokerState(BrokerConfig(data_dir=str(tmp_path)))
+    first.create_topic("t", 2)
+    tx = first.transactions
+    _, pid, epoch = tx.init_producer_id("app", 60000, -1, -1, 1)
+    meta, _ = tx.lookup("app", pid, epoch)
+    tx.add_offsets(meta, "g", 2)
+    tx.stage_offsets(meta, "g", {("t", 1): Committed(7, metadata="", commit_timestamp=2)}, 2)
+    first.store.commit("g", "t", 0, Committed(3, metadata="", commit_timestamp=2))        # a plain commit beside it
+    meta.apply(E.COMMIT if commit else E.ABORT, 3)
+    tx.log.write(meta, 3)
+    first.close()
+    second = BrokerState(BrokerConfig(data_dir=str(tmp_path)))
+    second.recover(now_ms=4)
+    assert second.store.fetch_committed("g", "t", 1) == (Committed(7, metadata="", commit_timestamp=2) if commit else None)
+    assert second.store.fetch_committed("g", "t", 0) == Committed(3, metadata="", commit_timestamp=2)
+    assert second.transactions.txns["app"].state is (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT)
+    second.close()
+    third = BrokerState(BrokerConfig(data_dir=str(tmp_path)))       # the markers now close the records
+    third.recover(now_ms=5)
+    assert third.store.fetch_committed("g", "t", 1) == (Committed(7, metadata="", commit_timestamp=2) if commit else None)
+    assert third.store.open_txn_offsets == {}
+    third.close()
 
 
 def test_an_open_transaction_survives_a_restart_until_its_timeout(tmp_path):

@@ -257,3 +257,26 @@ def test_offset_fetch_require_stable_sees_pending_transactional_offsets(broker, 
     assert fetch(False) == [(0, -1, 0), (1, -1, 0)]
     client.call("EndTxn", 3, {"transactional_id": "app", "producer_id": pid, "producer_epoch": epoch, "committed": True})
     assert fetch(True) == [(0, -1, 0), (1, 42, 0)]
+
+
+def test_txn_offset_commit_checks_the_member_and_generation_it_names(broker, raw):
+    from test_broker_group_apis import stable_member
+    member, generation = stable_member(raw, "members")
+    client = raw()
+    pid, epoch = _init(client, "ctp")
+    assert client.call("AddOffsetsToTxn", 3, {"transactional_id": "ctp", "producer_id": pid,
+                                               "producer_epoch": epoch, "group_id": "members"})["error_code"] == 0
+
+    def commit(member_id=None, generation_id=None, version=3):
+        named = {} if member_id is None else {"generation_id": generation_id, "member_id": member_id,
+                                               "group_instance_id": None}
+        body = client.call("TxnOffsetCommit", version, {
+            "transactional_id": "ctp", "group_id": "members", "producer_id": pid, "producer_epoch": epoch, **named,
+            "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 7,
+                                                     "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
+        return body["topics"][0]["partitions"][0]["error_code"]
+    assert commit(member, generation + 1) == ErrorCode.ILLEGAL_GENERATION
+    assert commit("someone-else", generation) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(member, generation) == CODE["NONE"]
+    assert commit("", -1) == CODE["NONE"]                     # no member named: a manually assigned consumer
+    assert commit(version=2) == CODE["NONE"]                    # before v3 the request names nobody

@@ -68,6 +68,7 @@ class Store:
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
+        self.open_txn_offsets: dict[int, dict[tuple[str, str, int], Committed]] = {}   # replayed, not yet ended
         self.group_records: dict[str, dict] = {}       # group id -> its last GroupMetadataValue (as a dict)
         self.max_producer_id = -1
         self.broker_configs: dict[str, dict[str, str]] = {}     # dynamic broker configs by scope ("" = cluster)
@@ -137,10 +138,26 @@ class Store:
 
     # --- committed offsets and group metadata (__consumer_offsets) -------------------------------------------
 
-    def commit(self, group: str, topic: str, partition: int, committed: Committed) -> None:
-        """THE way an offset is committed (OffsetCommit, TxnOffsetCommit...): kept, and written as a record."""
+    def commit(self, group: str, topic: str, partition: int, committed: Committed, written: bool = False) -> None:
+        """THE way an offset is committed (OffsetCommit, TxnOffsetCommit...): kept, and written as a record
+        unless it is ``written`` already (a transaction's, which its commit marker makes count)."""
         self.committed.setdefault(group, {})[(topic, partition)] = committed
-        self._write_offsets([offset_commit_record(group, topic, partition, committed)], committed.commit_timestamp)
+        if not written:
+            self._write_offsets([offset_commit_record(group, topic, partition, committed)],
+                                committed.commit_timestamp)
+
+    def stage_txn_offsets(self, producer_id: int, epoch: int, offsets: dict[tuple[str, str, int], Committed],
+                          now_ms: int) -> None:
+        """A transaction's offsets ((group, topic, partition) -> offset), written as the producer's transactional
+        batch in :meth:`offsets_partition`, which the transaction's markers close."""
+        records = [offset_commit_record(group, topic, partition, committed)
+                   for (group, topic, partition), committed in sorted(offsets.items())]
+        append_records(self._offsets_topic().partitions[0], records, now_ms, producer_id, epoch)
+
+    def offsets_partition(self) -> tuple[str, int]:
+        """The ``__consumer_offsets`` partition that holds every group's records (created on first use)."""
+        self._offsets_topic()
+        return OFFSETS_TOPIC, 0
 
     def fetch_committed(self, group: str, topic: str, partition: int) -> Committed | None:
         return self.committed.get(group, {}).get((topic, partition))
@@ -163,19 +180,25 @@ class Store:
         self._write_offsets([group_metadata_record(group, value)], now_ms)
 
     def _write_offsets(self, records: list, now_ms: int) -> None:
-        topic = self.topics.get(OFFSETS_TOPIC) or self.create_topic(OFFSETS_TOPIC, OFFSETS_PARTITIONS,
-                                                                     {"cleanup.policy": "compact"})
-        append_records(topic.partitions[0], records, now_ms)
+        append_records(self._offsets_topic().partitions[0], records, now_ms)
+
+    def _offsets_topic(self) -> Topic:
+        return self.topics.get(OFFSETS_TOPIC) or self.create_topic(OFFSETS_TOPIC, OFFSETS_PARTITIONS,
+                                                                    {"cleanup.policy": "compact"})
 
     def _replay_offsets(self) -> None:
         topic = self.topics.get(OFFSETS_TOPIC)
+        still_open: dict[int, list[dict]] = {}
         for partition in topic.partitions if topic else ():
-            for record in read_records(partition):
+            for record in read_records(partition, still_open):
                 key, value = record["key"], record["value"]
                 if record["key_type"] == "group_metadata":
                     self._replayed_group(key["group"], value)
                 else:
                     self._replayed_offset(key["group"], key["topic"], key["partition"], value)
+        self.open_txn_offsets = {pid: {(r["key"]["group"], r["key"]["topic"], r["key"]["partition"]):
+                                       _committed(r["value"]) for r in records if r["key_type"] == "offset_commit"}
+                                 for pid, records in still_open.items()}
 
     def _replayed_group(self, group: str, value: dict | None) -> None:
         if value is None:
@@ -188,8 +211,7 @@ class Store:
         if value is None:
             kept.pop((topic, partition), None)
         else:
-            kept[(topic, partition)] = Committed(value["offset"], value.get("leader_epoch", -1),
-                                                 value["metadata"], value["commit_timestamp"])
+            kept[(topic, partition)] = _committed(value)
         if not kept:
             del self.committed[group]
 
@@ -222,6 +244,10 @@ class Store:
             with open(dynamic) as f:
                 self.broker_configs = json.load(f)
         self._replay_offsets()
+
+
+def _committed(value: dict) -> Committed:
+    return Committed(value["offset"], value.get("leader_epoch", -1), value["metadata"], value["commit_timestamp"])
 
 
 def _write_atomic(path: str, text: str) -> None:

@@ -112,18 +112,24 @@ class TransactionCoordinator:
         return ErrorCode.NONE
 
     def add_offsets(self, meta: TransactionMetadata, group_id: str, now_ms: int) -> int:
+        """AddOffsetsToTxn: as in Kafka, the group's ``__consumer_offsets`` partition joins the transaction, so
+        its markers close the offsets TxnOffsetCommit writes there."""
         error = meta.apply(Event.ADD, now_ms)
         if not error:
             meta.groups.add(group_id)
+            meta.partitions.add(self.state.store.offsets_partition())
             self.log.write(meta, now_ms)
         return error
 
-    def stage_offsets(self, meta: TransactionMetadata, group_id: str, offsets: dict[tuple[str, int], Committed]) -> int:
-        """TxnOffsetCommit: the offsets wait in the transaction until it ends."""
+    def stage_offsets(self, meta: TransactionMetadata, group_id: str, offsets: dict[tuple[str, int], Committed],
+                      now_ms: int) -> int:
+        """TxnOffsetCommit: the offsets wait in the transaction until it ends, and are written at once as the
+        producer's transactional records in ``__consumer_offsets`` (so a crash before the markers loses none)."""
         if meta.state is not TxnState.ONGOING or group_id not in meta.groups:
             return ErrorCode.INVALID_TXN_STATE
-        for (topic, partition), committed in offsets.items():
-            meta.pending_offsets[(group_id, topic, partition)] = committed
+        staged = {(group_id, topic, partition): committed for (topic, partition), committed in offsets.items()}
+        self.state.store.stage_txn_offsets(meta.producer_id, meta.producer_epoch, staged, now_ms)
+        meta.pending_offsets.update(staged)
         return ErrorCode.NONE
 
     def pending_offsets(self, group_id: str) -> set[tuple[str, int]]:
@@ -164,7 +170,7 @@ class TransactionCoordinator:
         self.write_markers(meta.producer_id, meta.producer_epoch, commit, meta.partitions, now_ms)
         if commit:
             for (group, topic, partition), committed in sorted(meta.pending_offsets.items()):
-                self.state.store.commit(group, topic, partition, committed)
+                self.state.store.commit(group, topic, partition, committed, written=True)
         meta.apply(Event.COMPLETE, now_ms)
         meta.partitions, meta.groups, meta.pending_offsets = set(), set(), {}
         self.log.write(meta, now_ms)
@@ -195,6 +201,7 @@ class TransactionCoordinator:
     def recover(self, now_ms: int) -> None:
         """Rebuild from ``__transaction_state``; finish transactions caught between Prepare* and Complete*."""
         for transactional_id, meta in self.log.load().items():
+            meta.pending_offsets = dict(self.state.store.open_txn_offsets.get(meta.producer_id, {}))
             self.txns[transactional_id] = meta
             self.by_pid[meta.producer_id] = transactional_id
             self.state.next_producer_id = max(self.state.next_producer_id, meta.producer_id + 1)

@@ -4,6 +4,7 @@
 // tests/broker/test_broker_kafkajs.py to assert on.  Usage: node kafkajs_check.js HOST:PORT TOPIC
 'use strict'
 const { Kafka, CompressionTypes, logLevel } = require('kafkajs')
+const { GROUP_TIMEOUTS, until } = require('./kafkajs_helpers')
 
 const [bootstrap, topic] = process.argv.slice(2)
 const BASE_TS = 1700000000000
@@ -46,16 +47,6 @@ async function produce() {
   await p.disconnect()
   return { plain: plain.map(r => [r.partition, r.errorCode, r.baseOffset]),
            gzip: gzip.map(r => [r.partition, r.errorCode, r.baseOffset]) }
-}
-
-const GROUP_TIMEOUTS = { sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 20000, maxWaitTimeInMs: 100 }
-
-async function until(check, what, ms = 60000) {
-  const deadline = Date.now() + ms
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
 }
 
 async function readBack() {
