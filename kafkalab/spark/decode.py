@@ -9,7 +9,7 @@ connection* (a handshake and one complete ApiVersions request on addresses no ca
 completes is numbered after every frame completed by a real packet and before everything completed only at
 the end of the capture, which tells the two kinds apart. The real timestamps are put back afterwards, with
 times and latencies computed from them as the engine computes them (seconds as floats; frame times rounded
-to microseconds; latency ``round((response - request) * 1000, 6)`` ms).
+to microseconds, exchange times as ``Frame.time``; latency ``round((response - request) * 1000, 6)`` ms).
 
 What comes out, per group (``g``): ``("stream", first packet's order key, (g, local stream))`` for every
 TCP connection; ``("fkey", sort key, (g, local frame))``; the rows of the four tables keyed by local numbers;
@@ -18,12 +18,14 @@ TCP connection; ``("fkey", sort key, (g, local frame))``; the rows of the four t
 from __future__ import annotations
 
 import struct
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
 
 SECOND = 1_000_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
 _MARK_REQUEST = struct.pack(">ihhih", 10, 18, 0, 0x7EAD, -1)      # ApiVersions v0, null client id
 
@@ -35,6 +37,12 @@ def _marker(first: int) -> list[TcpPacket]:
             TcpPacket(first + 1, ts[1], s, sp, c, cp, 500, 101, SYN | ACK, b"", []),
             TcpPacket(first + 2, ts[2], c, cp, s, sp, 101, 501, ACK, b"", []),
             TcpPacket(first + 3, ts[3], c, cp, s, sp, 101, 501, ACK | PSH, _MARK_REQUEST, [])]
+
+
+def _datetime_ns(seconds: float) -> int:
+    """Nanoseconds of ``Frame.time`` (what the exchanges table holds: ``datetime.fromtimestamp``, which rounds
+    the float's exact value to microseconds, where the frames table rounds ``seconds * 1e6``)."""
+    return (datetime.fromtimestamp(seconds, tz=timezone.utc) - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
 def _py(value):
@@ -91,11 +99,9 @@ def decode_group(group, packets: list, ports) -> list:
     marker_number = int(frames["frame"][marks[0]]) if len(marks) else len(frames) + 1
     ts_of: dict[int, float] = {}
     completing = 0
-    unresolved, known = set(), set()
-    for f in cap.frame_list:
-        if f.topic_ids:
-            for topic_id, name in f.topic_ids.items():
-                (unresolved if name is None else known).add(topic_id)
+    known = set(cap._analyzer.topic_names)          # topic ids the group's Metadata responses named
+    unresolved = {topic_id for f in cap.frame_list if f.topic_ids
+                  for topic_id, name in f.topic_ids.items() if name is None}
     for row in _rows(frames):
         number = row["frame"]
         if row["stream"] == marker_stream:
@@ -122,9 +128,9 @@ def decode_group(group, packets: list, ports) -> list:
     for row in _rows(cap.exchanges):
         if row["stream"] == marker_stream:
             continue
-        row["request_time"] = int(np.round(ts_of[row["request_frame"]] * 1e6)) * 1000
+        row["request_time"] = _datetime_ns(ts_of[row["request_frame"]])
         if row["response_frame"] is not None:
-            row["response_time"] = int(np.round(ts_of[row["response_frame"]] * 1e6)) * 1000
+            row["response_time"] = _datetime_ns(ts_of[row["response_frame"]])
             row["latency_ms"] = round((ts_of[row["response_frame"]] - ts_of[row["request_frame"]]) * 1000.0, 6)
         out.append(("exchange", (group, row["request_frame"]), row))
     for j, row in enumerate(_rows(cap.records)):
