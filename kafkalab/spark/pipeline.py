@@ -130,18 +130,22 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) 
     units = _units(sc, capture_plan.units)
     width = max(1, min(len(units), sc.defaultParallelism * 2))
     read = sc.parallelize(units, len(units)).flatMap(read_unit).cache()
-    notes = read.filter(lambda p: p[0] == "note").map(lambda p: p[1]).collect()
+    facts = (read.map(lambda p: p if p[0] == "note" else ("key", connection_key(p))).distinct().collect())
+    notes = sorted(text for kind, text in facts if kind == "note")
+    keys = [key for kind, key in facts if kind == "key"]
     packets = read.filter(lambda p: p[0] != "note")
-    keys = packets.map(connection_key).distinct().collect()
     groups = group_of_connections(keys, ports)
     decoded = _decode(sc, packets, groups, ports, width)
-    topics = decoded.filter(lambda item: item[0] == "topics").map(lambda item: item[1:]).collect()
+    facts = decoded.filter(lambda item: item[0] in ("topics", "stream")).collect()
+    topics = [item[1:] for item in facts if item[0] == "topics"]
     known = set().union(*(k for _, k in topics)) if topics else set()
     if any(u & known for u, _ in topics) and len(set(groups.values())) > 1:
         decoded.unpersist()
         decoded = _decode(sc, packets, {key: 0 for key in keys}, ports, 1)
-    tables = _numbered(sc, decoded, width)
-    frames = {name: _frame(spark, tables, name) for name in spec.TABLES}
+        facts = decoded.filter(lambda item: item[0] == "stream").collect()
+    streams = [(item[1], item[2]) for item in facts if item[0] == "stream"]
+    tables, sizes = _numbered(sc, decoded, streams, width)
+    frames = {name: _frame(spark, tables, name, sizes, width) for name in spec.TABLES}
     read.unpersist()
     return SparkCapture(frames["frames"], frames["exchanges"], frames["records"], frames["connections"],
                         capture_plan.problems + notes)
@@ -155,8 +159,7 @@ def _decode(sc, packets, groups: dict, ports, width: int):
             .cache())
 
 
-def _numbered(sc, decoded, width: int):
-    streams = decoded.filter(lambda item: item[0] == "stream").map(lambda item: (item[1], item[2])).collect()
+def _numbered(sc, decoded, streams: list, width: int):
     stream_ids = {local: n for n, (_, local) in enumerate(sorted(streams))}
     bc = sc.broadcast(stream_ids)
 
@@ -171,7 +174,10 @@ def _numbered(sc, decoded, width: int):
                .map(lambda pair: (pair[0][2][0], (pair[0][2][1], pair[1] + 1))))
     rows = decoded.filter(lambda item: item[0] in ("frame", "exchange", "record", "conn")) \
                   .map(lambda item: (item[1][0], (item[0], item[1], item[2])))
-    return numbers.cogroup(rows, width).flatMap(lambda kv: _renumber(kv[0], kv[1][0], kv[1][1], bc.value)).cache()
+    tables = numbers.cogroup(rows, width).flatMap(lambda kv: _renumber(kv[0], kv[1][0], kv[1][1], bc.value))
+    tables = tables.cache()
+    frames = tables.filter(lambda item: item[0] == "frame").count()
+    return tables, {"frame": frames, "exchange": frames, "record": frames, "conn": len(stream_ids)}
 
 
 def _renumber(group, numbers, rows, stream_ids: dict) -> list:
@@ -197,14 +203,21 @@ def _renumber(group, numbers, rows, stream_ids: dict) -> list:
 _KIND = {"frames": "frame", "exchanges": "exchange", "records": "record", "connections": "conn"}
 
 
-def _frame(spark, tables, name: str):
+def _frame(spark, tables, name: str, sizes: dict, width: int):
+    """The table's DataFrame in its order: rows range-partitioned by their first sort column, whose values
+    are known to run from 0 or 1 to the table's size (no sampling job), and sorted within partitions."""
     from pyspark.sql import functions as F
 
     schema = _read_schema(name)
     names = schema.fieldNames()
     kind = _KIND[name]
-    rdd = tables.filter(lambda item: item[0] == kind).map(lambda item: tuple(item[1].get(n) for n in names))
-    frame = spark.createDataFrame(rdd, schema).orderBy(*_SORT[name])
+    order = [names.index(column) for column in _SORT[name]]
+    size = sizes[kind] + 1
+    rdd = (tables.filter(lambda item: item[0] == kind)
+           .map(lambda item: (tuple(item[1].get(names[i]) for i in order), tuple(item[1].get(n) for n in names)))
+           .repartitionAndSortWithinPartitions(width, lambda key: min(width - 1, key[0] * width // size))
+           .values())
+    frame = spark.createDataFrame(rdd, schema)
     for column in spec.TABLES[name]:
         if column.type == "time":
             frame = frame.withColumn(column.name, F.timestamp_micros(F.expr(f"`{column.name}` div 1000")))
