@@ -20,8 +20,8 @@ CAPTURES = sorted((Path(__file__).parents[2] / "captures").glob("*.pcap"))
 
 def test_every_shipped_capture_split_mid_record_gives_the_engines_rows(spark_local):
     def on_spark(capture):
-        # about five ranges per file, cut at byte offsets that fall inside records
-        spark_capture = read_capture(spark_local, [capture], target_bytes=capture.stat().st_size // 5 + 7)
+        # three ranges per file, cut at byte offsets that fall inside records
+        spark_capture = read_capture(spark_local, [capture], target_bytes=capture.stat().st_size // 3 + 7)
         return {table: spark_rows(spark_capture.table(table), table) for table in TABLES}
 
     with ThreadPoolExecutor(4) as pool:             # Spark runs the captures' jobs side by side
