@@ -6,7 +6,9 @@ Owns the packet tuple that travels through the shuffle and the global order key.
 engine reads the same packets (files in capture-time order, records in file order). The connection key is the
 canonical two-way 4-tuple (both directions meet; the epochs of a reused 4-tuple stay together, so the engine
 itself separates them by their SYNs). The link, IP and TCP layers are read by :func:`kafkalab.pcap.read_packets`:
-no second decoder.
+no second decoder. The payload bytes travel with the packet through the shuffle; shuffling only the index
+(file, offset, length) and reading payloads by offset in the decode task is the next step for large captures.
+IP fragments of one datagram that fall into two ranges are not joined (each range's reader sees one part).
 """
 from __future__ import annotations
 
