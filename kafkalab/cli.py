@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kafkalab.capture.cli import add_parsers as add_capture_parsers
     add_broker_parser(sub)
     add_capture_parsers(sub)
+    from kafkalab.capture.cli import _port
+    from kafkalab.spark.cli import add_parser as add_spark_parser
+    add_spark_parser(sub, _port)
     return parser
 
 

@@ -9,6 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
+
+# PySpark 4.x warns on every Arrow conversion that it "does not yet fully support pandas >= 3". kafkalab's
+# Spark code hands Spark plain Python rows and reads results through Arrow only in its tests and notebooks,
+# which the test suite runs with the pandas the product ships (3.x): the warning says nothing actionable.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 
 class SparkUnavailable(RuntimeError):
@@ -39,7 +45,8 @@ def session(master: str = "local[*]", app_name: str = "kafkalab", config: dict[s
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.pyspark.python", sys.executable)
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.sql.session.timeZone", "UTC"))         # kafkalab's times are UTC
     if local:
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     for key, value in (config or {}).items():

@@ -1,0 +1,99 @@
+"""What a distributed read does on the driver before any task runs: the capture's files, their order, and the
+byte ranges the tasks read.
+
+Owns: expanding inputs (files, globs, directories) into capture files, ranking them in capture-time order (the
+order :func:`kafkalab.capture.capture.in_capture_order` gives, so a connection that crosses rotated files is
+stitched as the single-process engine stitches it), and cutting them into read units. Only file heads and
+sizes are read here: the driver's memory does not grow with the capture.
+
+A unit is ``(rank, path, start, end)``: the records whose header starts in ``[start, end)`` of the file ranked
+``rank`` (``start == end == -1``: the whole file, read by one task: gzip, pcapng, small files). Classic pcap
+files larger than the target are cut with :mod:`kafkalab.pcap.split`; a file whose ranges do not meet exactly
+(a false boundary or a damaged file, found by :func:`~kafkalab.pcap.split.check_range` in the tasks) is read
+whole instead.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+
+from kafkalab.capture.capture import in_capture_order
+from kafkalab.pcap import CaptureError
+from kafkalab.pcap.split import plan_ranges, read_layout
+
+TARGET_BYTES = 64 << 20         # bytes of capture per read task
+_GZIP = b"\x1f\x8b"
+
+
+@dataclass
+class Plan:
+    """The capture's files in capture-time order, the read units, and what was wrong with the other inputs."""
+    files: list[str]
+    units: list[tuple[int, str, int, int]]
+    problems: list[str] = field(default_factory=list)
+
+
+def expand(inputs) -> list[str]:
+    """Capture files named by ``inputs`` (paths, globs, directories: their files, sorted), without repeats."""
+    inputs = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    found: list[str] = []
+    for item in map(os.fspath, inputs):
+        if os.path.isdir(item):
+            found += sorted(os.path.join(item, name) for name in os.listdir(item)
+                            if os.path.isfile(os.path.join(item, name)) and not name.startswith("."))
+        elif any(ch in item for ch in "*?[") and not os.path.exists(item):
+            matches = sorted(glob.glob(item))
+            if not matches:
+                raise CaptureError(f"no file matches {item!r}")
+            found += matches
+        elif os.path.exists(item):
+            found.append(item)
+        else:
+            raise CaptureError(f"no such capture file: {item!r}")
+    if not found:
+        raise CaptureError(f"no capture files in {', '.join(map(os.fspath, inputs)) or 'the input'}")
+    return list(dict.fromkeys(found))
+
+
+def readable(path: str) -> str | None:
+    """None for a file a task can read as a capture, else what is wrong with it (one line)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError as exc:
+        return f"cannot read {path!r}: {exc.strerror or exc}"
+    if head[:2] == _GZIP:
+        return None
+    try:
+        read_layout(path)
+    except CaptureError as exc:
+        return str(exc)
+    return None
+
+
+def splittable(path: str, target_bytes: int) -> bool:
+    try:
+        layout = read_layout(path)
+    except CaptureError:
+        return False                        # gzip: one task reads the whole file
+    return layout.format == "pcap" and layout.size > target_bytes
+
+
+def plan(inputs, target_bytes: int = TARGET_BYTES) -> Plan:
+    """The files (in capture-time order) and nominal read units of a capture; raises :class:`CaptureError`
+    when no input is a readable capture."""
+    problems, good = [], []
+    for path in expand(inputs):
+        problem = readable(path)
+        (problems if problem else good).append(problem or path)
+    if not good:
+        raise CaptureError(problems[0] if len(problems) == 1 else "no readable capture file: " + "; ".join(problems))
+    files = [os.fspath(p) for p in in_capture_order(good)]
+    units = []
+    for rank, path in enumerate(files):
+        if splittable(path, target_bytes):
+            units += [(rank, path, r.start, r.end) for r in plan_ranges(read_layout(path), target_bytes)]
+        else:
+            units.append((rank, path, -1, -1))
+    return Plan(files, units, problems)

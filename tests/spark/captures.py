@@ -1,0 +1,66 @@
+"""Captures made for the Spark tests: several client hosts with interleaved connections, and a capture rotated
+into several files with connections crossing them."""
+from __future__ import annotations
+
+import gzip
+import struct
+from pathlib import Path
+
+from tests.capture.builders import golden_conversations
+
+
+def interleaved_hosts_pcap(path: Path, hosts: int = 3) -> Path:
+    """The golden corpus's conversations as concurrent connections from ``hosts`` client hosts, their frames
+    interleaved round-robin (every fourth step shares the previous timestamp: ties across connections)."""
+    from kafkalab.pcap import TcpPcapWriter
+
+    conversations = golden_conversations()
+    ts = 1_700_000_000.0
+    with TcpPcapWriter(path) as writer:
+        conns = [writer.open_connection((f"10.0.{index % hosts + 1}.1", 40000 + index), ("10.0.9.9", 9092), ts)
+                 for index, _ in enumerate(conversations)]
+        queues = [list(items) for _, _, items in conversations]
+        step = 0
+        while any(queues):
+            for conn, queue in zip(conns, queues):
+                if queue:
+                    entry, raw = queue.pop(0)
+                    step += 1
+                    ts += 0.0 if step % 4 == 0 else 0.000_25
+                    writer.send(conn, entry["direction"] == "request", raw, ts)
+        for conn in conns:
+            ts += 0.001
+            writer.close(conn, ts)
+    return path
+
+
+def records_of(data: bytes) -> list[bytes]:
+    """The records of a little-endian classic pcap, each with its 16-byte header."""
+    out, position = [], 24
+    while position + 16 <= len(data):
+        stored = struct.unpack_from("<I", data, position + 8)[0]
+        out.append(data[position:position + 16 + stored])
+        position += 16 + stored
+    return out
+
+
+def rotate(source: Path, directory: Path, pieces: int = 3) -> list[Path]:
+    """``source`` cut into ``pieces`` files by packet count (as ``tcpdump -C`` would), named so that their
+    alphabetical order is not their time order."""
+    data = source.read_bytes()
+    records = records_of(data)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k in range(pieces):
+        part = records[len(records) * k // pieces:len(records) * (k + 1) // pieces]
+        path = directory / f"{'zyx'[k % 3]}-part{k}.pcap"
+        path.write_bytes(data[:24] + b"".join(part))
+        paths.append(path)
+    return paths
+
+
+def corrupt_gzip(path: Path, source: Path) -> Path:
+    packed = bytearray(gzip.compress(source.read_bytes()))
+    packed[len(packed) // 2:len(packed) // 2 + 64] = b"\x00" * 64
+    path.write_bytes(bytes(packed))
+    return path

@@ -1,0 +1,83 @@
+"""kafkalab.spark.read_capture gives the single-process engine's rows, row for row: on every shipped capture cut
+into ranges at arbitrary bytes (mid-record), on several client hosts' interleaved connections, on a capture
+rotated into files that connections cross, and with bad files among good ones."""
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import kafkalab
+from kafkalab.pcap import CaptureError
+from kafkalab.spark import read_capture, register
+from tests.spark.captures import corrupt_gzip, interleaved_hosts_pcap, rotate
+from tests.spark.equality import TABLES, assert_same_rows, engine_rows, spark_rows
+
+CAPTURES = sorted((Path(__file__).parents[2] / "captures").glob("*.pcap"))
+
+
+def test_every_shipped_capture_split_mid_record_gives_the_engines_rows(spark_local):
+    def on_spark(capture):
+        # three ranges per file, cut at byte offsets that fall inside records
+        spark_capture = read_capture(spark_local, [capture], target_bytes=capture.stat().st_size // 3 + 7)
+        return {table: spark_rows(spark_capture.table(table), table) for table in TABLES}
+
+    with ThreadPoolExecutor(4) as pool:             # Spark runs the captures' jobs side by side
+        results = dict(zip(CAPTURES, pool.map(on_spark, CAPTURES)))
+    for capture, got in results.items():
+        engine = kafkalab.read_capture(capture)
+        for table in TABLES:
+            assert got[table] == engine_rows(engine, table), f"{capture.name}: {table} differs"
+
+
+@pytest.fixture(scope="module")
+def hosts_capture(tmp_path_factory):
+    return interleaved_hosts_pcap(tmp_path_factory.mktemp("hosts") / "hosts.pcap")
+
+
+def test_interleaved_client_hosts_are_numbered_as_the_engine_numbers_them(spark_local, hosts_capture):
+    spark_capture = read_capture(spark_local, [hosts_capture], target_bytes=hosts_capture.stat().st_size // 4)
+    engine = kafkalab.read_capture(hosts_capture)
+    assert engine.connections["client"].str.split(":").str[0].nunique() == 3      # three groups on Spark
+    assert_same_rows(spark_capture, engine)
+
+
+def test_a_rotated_capture_is_stitched_in_capture_time_order(spark_local, hosts_capture, tmp_path):
+    parts = rotate(hosts_capture, tmp_path / "rotated")
+    engine = kafkalab.read_capture(parts)
+    assert_same_rows(read_capture(spark_local, str(tmp_path / "rotated")), engine)     # a directory
+    assert_same_rows(read_capture(spark_local, str(tmp_path / "rotated" / "*.pcap"), target_bytes=4096), engine,
+                     tables=("frames", "connections"))
+
+
+def test_bad_files_are_named_and_the_good_files_rows_kept(spark_local, tmp_path):
+    good = CAPTURES[0]
+    shutil.copy(good, tmp_path / "good.pcap")
+    data = (Path(CAPTURES[-1])).read_bytes()
+    (tmp_path / "truncated.pcap").write_bytes(data[:len(data) * 2 // 3 + 5])
+    (tmp_path / "notes.txt").write_text("not a capture\n")
+    corrupt_gzip(tmp_path / "broken.pcap.gz", CAPTURES[1])
+    spark_capture = read_capture(spark_local, str(tmp_path))
+    notes = " | ".join(spark_capture.diagnostics)
+    assert "notes.txt" in notes and "broken.pcap.gz" in notes
+    engine = kafkalab.read_capture([tmp_path / "good.pcap", tmp_path / "truncated.pcap"])
+    assert_same_rows(spark_capture, engine, tables=("frames", "connections"))
+
+
+def test_an_empty_directory_or_only_bad_files_is_a_clear_error(spark_local, tmp_path):
+    with pytest.raises(CaptureError, match="no capture files"):
+        read_capture(spark_local, str(tmp_path))
+    (tmp_path / "notes.txt").write_text("not a capture\n")
+    with pytest.raises(CaptureError, match="not a pcap or pcapng file"):
+        read_capture(spark_local, str(tmp_path))
+
+
+def test_the_data_source_serves_the_engines_rows(spark_local, hosts_capture):
+    register(spark_local)
+    engine = kafkalab.read_capture(hosts_capture)
+    for table in ("frames", "records"):
+        frame = (spark_local.read.format("kafkalab").option("table", table).option("ports", "9092,19092")
+                 .load(str(hosts_capture)))
+        assert spark_rows(frame, table) == engine_rows(engine, table)
