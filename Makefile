@@ -23,7 +23,8 @@ demo: $(VENV)/.installed-core
 
 test: $(VENV)/.installed-test
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 -q -m "not soak"
+	$(PY) -m pytest -q -m soak
 
 # JupyterLab on the teaching notebooks (Ctrl-C stops it).
 lab: $(VENV)/.installed-notebook

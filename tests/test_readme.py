@@ -10,7 +10,8 @@ import pytest
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 RUNNABLE = [block for block in re.findall(r"```python\n(.*?)```", README, re.S)
-            if "traffic.pcapng" not in block and "kafkalab.Broker()" not in block]
+            if "traffic.pcapng" not in block and "kafkalab.Broker()" not in block and "kafkalab.spark" not in block]
+CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 
 
 @pytest.mark.parametrize("index", range(len(RUNNABLE)))
@@ -58,3 +59,16 @@ def test_notebook_block_against_a_live_broker(tmp_path: Path) -> None:
         assert len(cap.frames) == written and isinstance(kafkalab.explore(cap), Explorer)
     finally:
         broker.stop()
+
+
+def test_spark_block_runs_on_the_shipped_captures() -> None:
+    """The Spark block, with the shipped captures in place of its placeholder file names."""
+    from tests.tools import require_tool
+    require_tool("java")
+    block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "kafkalab.spark" in b)
+    code = (block.replace('"rotated/*.pcap"', repr(str(CAPTURES / "produce-consume-*.pcap")))
+            .replace('["a.pcap", "b.pcap"]', repr([str(CAPTURES / "admin.pcap"), str(CAPTURES / "lossy.pcap")])))
+    assert code != block
+    namespace: dict = {}
+    exec(compile(code, "README Spark block", "exec"), namespace)
+    assert namespace["cap"].frames.count() > 0

@@ -20,6 +20,7 @@ import time
 
 import confluent_kafka as ck
 import cramjam
+import pytest
 from hostile_inputs import million_message_wrapper, produce_body, v2_batch, v2_records
 
 from kafkalab.protocol import encode_request
@@ -156,6 +157,7 @@ METADATA_FLOOD = encode_request("Metadata", 12, {"topics": [{"name": f"flood-{i}
                                                  "allow_auto_topic_creation": True}, correlation_id=1)
 
 
+@pytest.mark.soak
 def test_honest_client_keeps_its_latency_under_attack():
     broker = subprocess.Popen([sys.executable, "-c", BROKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
