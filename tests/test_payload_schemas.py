@@ -20,6 +20,9 @@ EXPECTED_FILES = {
     "group_metadata_value.json": "GroupMetadataValue",
     "transaction_log_key.json": "TransactionLogKey",
     "transaction_log_value.json": "TransactionLogValue",
+    **{f"consumer_group_{kind}_{part}.json": "ConsumerGroup" + "".join(w.title() for w in kind.split("_")) + part.title()
+       for kind in ("metadata", "partition_metadata", "member_metadata", "target_assignment_metadata",
+                    "target_assignment_member", "current_member_assignment") for part in ("key", "value")},
 }
 
 PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid", "string",
@@ -239,3 +242,32 @@ def test_checker_catches_mistakes():
     assert "X.arr.inner: versions [0, 2] outside parent [1, 2]" in text
     assert "X.zero: default equals" in text
     assert "X.tg: tagged before the first flexible version" in text
+
+
+@pytest.mark.parametrize("kind, key_version", [("metadata", 3), ("partition_metadata", 4), ("member_metadata", 5),
+                                               ("target_assignment_metadata", 6), ("target_assignment_member", 7),
+                                               ("current_member_assignment", 8)])
+def test_consumer_group_record_schemas(kind: str, key_version: int) -> None:
+    """KIP-848 records: the key's only version is the record type; values are v0, flexible from v0."""
+    key, value = load(f"consumer_group_{kind}_key.json"), load(f"consumer_group_{kind}_value.json")
+    assert key["versions"] == [key_version, key_version] and key["flexible"] is None
+    per_member = kind in ("member_metadata", "target_assignment_member", "current_member_assignment")
+    assert field_names(key) == (["group_id", "member_id"] if per_member else ["group_id"])
+    assert value["versions"] == [0, 0] and value["flexible"] == 0
+
+
+def test_current_member_assignment_value() -> None:
+    doc = load("consumer_group_current_member_assignment_value.json")
+    assert field_names(doc) == ["member_epoch", "previous_member_epoch", "state", "assigned_partitions",
+                                "partitions_pending_revocation"]
+    for name in ("assigned_partitions", "partitions_pending_revocation"):
+        assert [f["name"] for f in by_name(doc["fields"])[name]["fields"]] == ["topic_id", "partitions"]
+
+
+def test_member_metadata_value() -> None:
+    doc = load("consumer_group_member_metadata_value.json")
+    assert field_names(doc) == ["instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
+                                "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor",
+                                "classic_member_metadata"]
+    classic = by_name(doc["fields"])["classic_member_metadata"]
+    assert (classic["tag"], classic["tagged"], classic["nullable"]) == (0, [0, 0], [0, 0])

@@ -202,7 +202,10 @@ def test_payload_specs_load_once() -> None:
     assert set(payload_names()) == {
         "consumer_protocol_subscription", "consumer_protocol_assignment", "offset_commit_key",
         "offset_commit_value", "group_metadata_key", "group_metadata_value", "transaction_log_key",
-        "transaction_log_value"}
+        "transaction_log_value",
+        *(f"consumer_group_{kind}_{part}" for kind in (
+            "metadata", "partition_metadata", "member_metadata", "target_assignment_metadata",
+            "target_assignment_member", "current_member_assignment") for part in ("key", "value"))}
     spec = payload_spec(SUBSCRIPTION)
     assert spec.kind == "payload" and spec.name == "ConsumerProtocolSubscription" and spec.versions == (0, 3)
     assert payload_spec(SUBSCRIPTION) is spec
@@ -665,8 +668,8 @@ def test_group_metadata_other_protocol_type_keeps_bytes() -> None:
 
 
 def test_offsets_record_errors() -> None:
-    with pytest.raises(DecodeError, match="key version 3"):
-        decode_offsets_record(i16(3) + s("g"), None)
+    with pytest.raises(DecodeError, match="key version 9"):        # share groups: not described
+        decode_offsets_record(i16(9) + s("g"), None)
     with pytest.raises(DecodeError):
         decode_offsets_record(b"\x00", None)
     with pytest.raises(DecodeError, match="trailing"):

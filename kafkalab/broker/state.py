@@ -20,6 +20,7 @@ from .groups import GroupCoordinator, GroupSettings
 from .share import ShareGroups
 from .security import ScramUsers
 from .security.authorizer import Authorizer
+from .security.metadata_log import SecurityLog
 from .security.quotas import ClientQuotas
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
@@ -60,6 +61,8 @@ class BrokerState:
         self.users = ScramUsers()             # SCRAM credentials (SASL listeners, *UserScramCredentials)
         self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
         self.quotas = ClientQuotas()
+        self.security_log = SecurityLog(config.data_dir)     # users, ACLs, quotas: kept with --data-dir
+        self.security_log.attach(self.users, self.authorizer, self.quotas)
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""
@@ -175,3 +178,4 @@ class BrokerState:
 
     def close(self) -> None:
         self.store.close()
+        self.security_log.close()

@@ -115,6 +115,11 @@ OFFSETS_RECORD_KINDS: dict[int, tuple[str, str, str]] = {
     0: ("offset_commit", "offset_commit_key", "offset_commit_value"),
     1: ("offset_commit", "offset_commit_key", "offset_commit_value"),
     2: ("group_metadata", "group_metadata_key", "group_metadata_value"),
+    # KIP-848 consumer-protocol groups: one record per concern, so a heartbeat rewrites only what it changed
+    **{version: (kind, f"{kind}_key", f"{kind}_value") for version, kind in enumerate((
+        "consumer_group_metadata", "consumer_group_partition_metadata", "consumer_group_member_metadata",
+        "consumer_group_target_assignment_metadata", "consumer_group_target_assignment_member",
+        "consumer_group_current_member_assignment"), start=3)},
 }
 TRANSACTION_RECORD_KINDS: dict[int, tuple[str, str, str]] = {
     0: ("transaction_log", "transaction_log_key", "transaction_log_value"),
@@ -374,9 +379,10 @@ def _decode_record(kinds: dict[int, tuple[str, str, str]], topic: str, key: byte
 
 
 def decode_offsets_record(key: bytes, value: bytes | None) -> dict:
-    """A ``__consumer_offsets`` record: ``{"key_type": "offset_commit"|"group_metadata", "key": {...},
-    "value": {...} or None (a tombstone)}``. Raises DecodeError for key kinds not described here (3+:
-    KIP-848 consumer/share/streams group records) and for bytes that do not decode exactly."""
+    """A ``__consumer_offsets`` record: ``{"key_type": "offset_commit"|"group_metadata"|"consumer_group_...",
+    "key": {...}, "value": {...} or None (a tombstone)}``; the key's int16 picks the kind
+    (:data:`OFFSETS_RECORD_KINDS`: 0-2 classic, 3-8 KIP-848 consumer groups). Raises DecodeError for key kinds
+    not described here (9+: share and streams group records) and for bytes that do not decode exactly."""
     return _decode_record(OFFSETS_RECORD_KINDS, "__consumer_offsets", key, value)
 
 

@@ -13,9 +13,9 @@ go, it gets the group epoch and the partitions of its target that no other membe
 still held elsewhere come on a later heartbeat. An assignment is sent only when it differs from the last one
 sent to that member. Members expire ``group.consumer.session.timeout.ms`` after their last heartbeat, or when
 they still hold revoked partitions their rebalance timeout after being told to let them go. State:
-Empty (no member), Reconciling (some member not yet at its target), Stable. Group records of KIP-848 (key
-versions 3+) are not written: after a restart members rejoin (ErrorCode.UNKNOWN_MEMBER_ID makes them); committed
-offsets persist as for every group.
+Empty (no member), Reconciling (some member not yet at its target), Stable. The coordinator writes the group
+to ``__consumer_offsets`` as Kafka's KIP-848 records (:mod:`.consumer_records`) after every change, so a
+restarted broker knows each member's epoch and assignment and its consumers carry on without rejoining.
 """
 from __future__ import annotations
 
@@ -81,11 +81,11 @@ class ConsumerGroup:
         if self._topics_changed():
             self._rebalance()
         owned = body.get("topic_partitions")
-        self._reconcile(now_ms, member, None if owned is None else self._named(owned))
+        self._reconcile(now_ms, member, None if owned is None else self.named(owned))
         assignment = None
         if member.sent != member.assigned:
             member.sent = set(member.assigned)
-            assignment = {"topic_partitions": self._by_id(member.assigned)}
+            assignment = {"topic_partitions": self.by_id(member.assigned)}
         interval = self.settings.consumer_heartbeat_interval_ms
         return _answer(ErrorCode.NONE, member.member_id, member.epoch, interval, assignment)
 
@@ -213,13 +213,13 @@ class ConsumerGroup:
         return {"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id, "member_epoch": m.epoch,
                 "client_id": m.client_id, "client_host": m.client_host, "subscribed_topic_names": m.topic_names,
                 "subscribed_topic_regex": m.topic_regex, "member_type": 1,
-                "assignment": {"topic_partitions": self._by_id(m.assigned, names=True)},
-                "target_assignment": {"topic_partitions": self._by_id(self.target.get(m.member_id, set()),
+                "assignment": {"topic_partitions": self.by_id(m.assigned, names=True)},
+                "target_assignment": {"topic_partitions": self.by_id(self.target.get(m.member_id, set()),
                                                                       names=True)}}
 
     # --- topic ids ------------------------------------------------------------------------------------
 
-    def _named(self, owned: list[dict]) -> TopicPartitions:
+    def named(self, owned: list[dict]) -> TopicPartitions:
         out = set()
         for item in owned:
             topic = self.store.by_id.get(item["topic_id"])
@@ -227,7 +227,7 @@ class ConsumerGroup:
                 out.update((topic.name, p) for p in item["partitions"])
         return out
 
-    def _by_id(self, partitions: TopicPartitions, names: bool = False) -> list[dict]:
+    def by_id(self, partitions: TopicPartitions, names: bool = False) -> list[dict]:
         grouped: dict[str, list[int]] = {}
         for topic, p in sorted(partitions):
             grouped.setdefault(topic, []).append(p)

@@ -3,8 +3,10 @@
 Owns: the table group id -> group (a :class:`~.classic.ClassicGroup` for JoinGroup/SyncGroup clients or a
 :class:`~.consumer.ConsumerGroup` for KIP-848's ConsumerGroupHeartbeat), creating groups on first use, the
 checks an OffsetCommit must pass (who may commit to which group in which generation), writing a group's
-metadata record to ``__consumer_offsets`` whenever its generation or assignment changes, rebuilding classic
-groups from those records after a restart, and the list/describe/delete views. Must not know: sockets,
+records to ``__consumer_offsets`` whenever its generation, members or assignment change (a classic group's
+GroupMetadata record, a KIP-848 group's records of :mod:`.consumer_records`), rebuilding both kinds of group
+from those records after a restart, and the list/describe/delete views. Restored members get a whole session
+from the first tick to come back, as Kafka gives them after loading a group. Must not know: sockets,
 clocks (``now_ms`` is a parameter), the wire encoding. ``notify`` is called when something a waiting
 JoinGroup/SyncGroup may be waiting for happened (the server then retries its long polls).
 """
@@ -18,6 +20,7 @@ from kafkalab.protocol.payloads import ASSIGNMENT, SUBSCRIPTION, encode_payload
 
 from .classic import ClassicGroup, JoinRequest, Member, State, Waiter, join_error, sync_answer
 from .consumer import ConsumerGroup
+from .consumer_records import changes, group_records, restore
 
 @dataclass(frozen=True)
 class GroupSettings:
@@ -41,9 +44,12 @@ class GroupCoordinator:
     def __init__(self, store, settings: GroupSettings | None = None, notify: Callable[[], None] = lambda: None) -> None:
         self.store, self.settings, self.notify = store, settings or GroupSettings(), notify
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
-        self._restored: list[Member] = []
+        self._restored: list = []          # members (of either kind) whose session starts at the next tick
         for group_id, value in store.group_records.items():
             self.groups[group_id] = self._restore(group_id, value)
+        for group_id, records in store.consumer_group_records.items():
+            group = self.groups[group_id] = ConsumerGroup(group_id, store, self.settings)
+            self._restored.extend(restore(group, records))
 
     # --- classic groups -------------------------------------------------------------------------------
 
@@ -98,7 +104,10 @@ class GroupCoordinator:
             group = None
         if group is None:
             group = self.groups[group_id] = ConsumerGroup(group_id, self.store, self.settings)
-        return group.heartbeat(now_ms, body, client_id, client_host)
+            self.store.write_group(group_id, None, now_ms)        # an empty classic group becomes this one
+        answer = group.heartbeat(now_ms, body, client_id, client_host)
+        self._persist(group, now_ms)
+        return answer
 
     # --- offsets ----------------------------------------------------------------------------------------
 
@@ -177,6 +186,7 @@ class GroupCoordinator:
         for topic, partition in list(self.store.committed.get(group_id, {})):
             self.store.delete_committed(group_id, topic, partition, now_ms)
         self.store.write_group(group_id, None, now_ms)
+        self._write_consumer_records(group_id, None, now_ms)
         return ErrorCode.NONE
 
     # --- time ---------------------------------------------------------------------------------------------
@@ -203,9 +213,18 @@ class GroupCoordinator:
         return result
 
     def _persist(self, group, now_ms: int) -> None:
-        if isinstance(group, ClassicGroup) and group.persist:
+        if isinstance(group, ConsumerGroup):
+            self._write_consumer_records(group.group_id, group, now_ms)
+        elif group.persist:
             group.persist = False
             self.store.write_group(group.group_id, metadata_value(group, now_ms), now_ms)
+            self._write_consumer_records(group.group_id, None, now_ms)   # an empty KIP-848 group became this one
+
+    def _write_consumer_records(self, group_id: str, group: ConsumerGroup | None, now_ms: int) -> None:
+        """Write what changed in a KIP-848 group since its records were last written (with None: tombstones)."""
+        written = self.store.consumer_group_records.get(group_id, {})
+        if written or group is not None:
+            self.store.write_consumer_group(group_id, changes(written, group_records(group)), now_ms)
 
     def _restore(self, group_id: str, value: dict) -> ClassicGroup:
         """A classic group as its last metadata record left it: Stable with its members, or Empty."""

@@ -115,6 +115,7 @@ class Authorizer:
         self.super_users = set(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self.acls: list[AclBinding] = []
+        self.listener = None            # told of every ACL added or removed (SecurityLog: they survive a restart)
 
     def allowed(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
         """THE question every handler asks."""
@@ -138,6 +139,8 @@ class Authorizer:
         problem = binding_problem(acl)
         if problem is None and acl not in self.acls:
             self.acls.append(acl)
+            if self.listener is not None:
+                self.listener.acl_added(acl)
         return problem
 
     def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
@@ -146,4 +149,6 @@ class Authorizer:
     def delete(self, acl_filter: AclFilter) -> list[AclBinding]:
         gone = self.describe(acl_filter)
         self.acls = [a for a in self.acls if a not in gone]
+        for acl in gone if self.listener is not None else ():
+            self.listener.acl_removed(acl)
         return gone

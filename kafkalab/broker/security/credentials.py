@@ -2,7 +2,8 @@
 
 ``set_password`` derives both SCRAM-SHA-256 and SCRAM-SHA-512 credentials (what ``Broker(users=...)`` and
 ``--user`` do); AlterUserScramCredentials upserts the salted password a client computed. SASL/PLAIN is checked
-against the stored SCRAM credential, so PLAIN needs no password either.
+against the stored SCRAM credential, so PLAIN needs no password either. Every change is told to ``listener``
+(with a data directory, :class:`~.metadata_log.SecurityLog`, which makes it survive a restart).
 """
 from __future__ import annotations
 
@@ -13,10 +14,21 @@ from .scram import (HASHES, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, cre
 class ScramUsers:
     def __init__(self) -> None:
         self._users: dict[str, dict[str, ScramCredential]] = {}
+        self.listener = None
 
     def set_password(self, user: str, password: str, mechanisms=tuple(HASHES), iterations: int = MIN_ITERATIONS) -> None:
+        """Derive credentials for ``password``; one the user already holds for it is kept (so a ``--user``
+        given again at every start of a broker with a data directory writes nothing new)."""
         for mechanism in mechanisms:
-            self._users.setdefault(user, {})[mechanism] = credential_from_password(mechanism, password, iterations)
+            held = self.lookup(user, mechanism)
+            if held is None or held.iterations != iterations or not password_matches(held, password):
+                self.put(user, credential_from_password(mechanism, password, iterations))
+
+    def put(self, user: str, credential: ScramCredential) -> None:
+        """Hold ``credential`` for ``user`` (replacing one of the same mechanism)."""
+        self._users.setdefault(user, {})[credential.mechanism] = credential
+        if self.listener is not None:
+            self.listener.credential_changed(user, credential.mechanism, credential)
 
     def upsert(self, user: str, mechanism: str, salt: bytes, salted: bytes, iterations: int) -> str | None:
         """Store a client-salted credential; returns the problem, if any (Kafka's checks)."""
@@ -26,7 +38,7 @@ class ScramUsers:
             return f"Iterations {iterations} must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}"
         if not salt or not salted:
             return "Salt and salted password must not be empty"
-        self._users.setdefault(user, {})[mechanism] = credential_from_salted(mechanism, salted, salt, iterations)
+        self.put(user, credential_from_salted(mechanism, salted, salt, iterations))
         return None
 
     def delete(self, user: str, mechanism: str) -> bool:
@@ -35,6 +47,8 @@ class ScramUsers:
             return False
         if not held:
             del self._users[user]
+        if self.listener is not None:
+            self.listener.credential_changed(user, mechanism, None)
         return True
 
     def lookup(self, user: str, mechanism: str) -> ScramCredential | None:

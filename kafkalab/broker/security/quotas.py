@@ -34,6 +34,7 @@ def _precedence(user: str, client_id: str) -> list[Entity]:
 class ClientQuotas:
     def __init__(self) -> None:
         self.entries: dict[Entity, dict[str, float]] = {}
+        self.listener = None            # told of every value set or removed (SecurityLog: they survive a restart)
         self._samples: dict[tuple[str, str, str], deque] = {}
 
     # --- the entries --------------------------------------------------------------------------------------
@@ -49,12 +50,15 @@ class ClientQuotas:
                 return ErrorCode.INVALID_REQUEST, f"Quota {op['key']} must be positive"
         if validate_only:
             return ErrorCode.NONE, None
-        values = self.entries.setdefault(tuple(sorted(entity, key=lambda e: e[0])), {})
+        entity = tuple(sorted(entity, key=lambda e: e[0]))
+        values = self.entries.setdefault(entity, {})
         for op in ops:
             if op.get("remove"):
                 values.pop(op["key"], None)
             else:
                 values[op["key"]] = float(op["value"])
+            if self.listener is not None:
+                self.listener.quota_changed(entity, op["key"], None if op.get("remove") else values[op["key"]])
         self.entries = {e: v for e, v in self.entries.items() if v}
         return ErrorCode.NONE, None
 

@@ -1,8 +1,9 @@
 """``__consumer_offsets``: committed offsets and group metadata as records, in Kafka's own formats.
 
 Owns: the internal topic's name and partition count, building its records (an OffsetCommitKey v1 +
-OffsetCommitValue v3 per committed offset, a GroupMetadataKey v2 + GroupMetadataValue v3 per group change,
-a null value as the tombstone of either) and reading them back on recovery. A transaction's offsets
+OffsetCommitValue v3 per committed offset, a GroupMetadataKey v2 + GroupMetadataValue v3 per classic group
+change, the KIP-848 records of key versions 3-8 (value v0) for consumer-protocol groups, a null value as the
+tombstone of any of them) and reading them back on recovery. A transaction's offsets
 (TxnOffsetCommit) are written as Kafka writes them: a transactional batch of the producer, which the
 transaction's commit or abort marker closes; on recovery only committed ones count, and those of a transaction
 still open are handed back so that the transaction coordinator can finish it. Must not know: group states,
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from kafkalab.protocol import ProtocolError
-from kafkalab.protocol.payloads import decode_offsets_record, encode_payload
+from kafkalab.protocol.payloads import OFFSETS_RECORD_KINDS, decode_offsets_record, encode_payload
 from kafkalab.protocol.records import RecordBatch, build_batch, decode_records, encode_records
 
 from ..config import OFFSETS_TOPIC
@@ -46,6 +47,18 @@ def group_metadata_record(group: str, value: dict | None) -> tuple[bytes, bytes 
     if value is None:
         return key, None
     return key, encode_payload("group_metadata_value", {"version": GROUP_METADATA_VALUE_VERSION, **value})
+
+
+def consumer_group_record(key_version: int, group: str, member_id: str | None,
+                          value: dict | None) -> tuple[bytes, bytes | None]:
+    """The (key, value) of one KIP-848 group record: ``key_version`` (3-8) names the kind, ``member_id`` goes
+    in the key of the per-member kinds (5, 7, 8), ``value`` holds the value's fields and None makes the tombstone."""
+    _, key_schema, value_schema = OFFSETS_RECORD_KINDS[key_version]
+    key = {"version": key_version, "group_id": group}
+    if member_id is not None:
+        key["member_id"] = member_id
+    encoded_key = encode_payload(key_schema, key)
+    return encoded_key, None if value is None else encode_payload(value_schema, {"version": 0, **value})
 
 
 def append_records(partition, records: list[tuple[bytes, bytes | None]], now_ms: int, producer_id: int = -1,

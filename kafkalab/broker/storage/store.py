@@ -19,8 +19,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from .log import PartitionLog
-from .offsets import (OFFSETS_PARTITIONS, OFFSETS_TOPIC, append_records, group_metadata_record,
-                      offset_commit_record, read_records)
+from .offsets import (OFFSETS_PARTITIONS, OFFSETS_TOPIC, append_records, consumer_group_record,
+                      group_metadata_record, offset_commit_record, read_records)
 from .producers import ProducerStates
 from .segment import HandleCache
 
@@ -70,6 +70,8 @@ class Store:
         self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
         self.open_txn_offsets: dict[int, dict[tuple[str, str, int], Committed]] = {}   # replayed, not yet ended
         self.group_records: dict[str, dict] = {}       # group id -> its last GroupMetadataValue (as a dict)
+        # KIP-848 groups: group id -> {(key version 3-8, member id or None): the last value written (a dict)}
+        self.consumer_group_records: dict[str, dict[tuple[int, str | None], dict]] = {}
         self.max_producer_id = -1
         self.broker_configs: dict[str, dict[str, str]] = {}     # dynamic broker configs by scope ("" = cluster)
         if data_dir is not None:
@@ -179,6 +181,20 @@ class Store:
             self.group_records[group] = value
         self._write_offsets([group_metadata_record(group, value)], now_ms)
 
+    def write_consumer_group(self, group: str, changes: list[tuple[int, str | None, dict | None]],
+                             now_ms: int = -1) -> None:
+        """Record what changed in a KIP-848 group, as one batch of (key version, member id or None, value or
+        None for a tombstone); :attr:`consumer_group_records` keeps the last value of every live key."""
+        if not changes:
+            return
+        kept = self.consumer_group_records.setdefault(group, {})
+        for key_version, member_id, value in changes:
+            _keep(kept, (key_version, member_id), value)
+        if not kept:
+            del self.consumer_group_records[group]
+        self._write_offsets([consumer_group_record(kind, group, member_id, value)
+                            for kind, member_id, value in changes], now_ms)
+
     def _write_offsets(self, records: list, now_ms: int) -> None:
         append_records(self._offsets_topic().partitions[0], records, now_ms)
 
@@ -194,6 +210,12 @@ class Store:
                 key, value = record["key"], record["value"]
                 if record["key_type"] == "group_metadata":
                     self._replayed_group(key["group"], value)
+                elif record["key_type"].startswith("consumer_group_"):
+                    kept = self.consumer_group_records.setdefault(key["group_id"], {})
+                    _keep(kept, (key["version"], key.get("member_id")),
+                          None if value is None else {k: v for k, v in value.items() if k != "version"})
+                    if not kept:
+                        del self.consumer_group_records[key["group_id"]]
                 else:
                     self._replayed_offset(key["group"], key["topic"], key["partition"], value)
         self.open_txn_offsets = {pid: {(r["key"]["group"], r["key"]["topic"], r["key"]["partition"]):
@@ -244,6 +266,13 @@ class Store:
             with open(dynamic) as f:
                 self.broker_configs = json.load(f)
         self._replay_offsets()
+
+
+def _keep(kept: dict, key, value: dict | None) -> None:
+    if value is None:
+        kept.pop(key, None)
+    else:
+        kept[key] = value
 
 
 def _committed(value: dict) -> Committed:
