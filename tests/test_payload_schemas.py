@@ -23,6 +23,11 @@ EXPECTED_FILES = {
     **{f"consumer_group_{kind}_{part}.json": "ConsumerGroup" + "".join(w.title() for w in kind.split("_")) + part.title()
        for kind in ("metadata", "partition_metadata", "member_metadata", "target_assignment_metadata",
                     "target_assignment_member", "current_member_assignment") for part in ("key", "value")},
+    "user_scram_credential_record.json": "UserScramCredentialRecord",
+    "remove_user_scram_credential_record.json": "RemoveUserScramCredentialRecord",
+    "access_control_entry_record.json": "AccessControlEntryRecord",
+    "remove_access_control_entry_record.json": "RemoveAccessControlEntryRecord",
+    "client_quota_record.json": "ClientQuotaRecord",
 }
 
 PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid", "string",

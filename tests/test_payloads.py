@@ -205,7 +205,9 @@ def test_payload_specs_load_once() -> None:
         "transaction_log_value",
         *(f"consumer_group_{kind}_{part}" for kind in (
             "metadata", "partition_metadata", "member_metadata", "target_assignment_metadata",
-            "target_assignment_member", "current_member_assignment") for part in ("key", "value"))}
+            "target_assignment_member", "current_member_assignment") for part in ("key", "value")),
+        "user_scram_credential_record", "remove_user_scram_credential_record", "access_control_entry_record",
+        "remove_access_control_entry_record", "client_quota_record"}
     spec = payload_spec(SUBSCRIPTION)
     assert spec.kind == "payload" and spec.name == "ConsumerProtocolSubscription" and spec.versions == (0, 3)
     assert payload_spec(SUBSCRIPTION) is spec
