@@ -11,7 +11,7 @@ import pytest
 from kafkalab.protocol import FieldNode
 from kafkalab.protocol.payloads import OFFSETS_RECORD_KINDS, decode_offsets_record, encode_payload, trace_payload
 
-from test_payloads import assert_tiles, cs, i16, i32, i64, s, uvarint
+from test_payloads import assert_tiles, cs, i16, i32, s, uvarint
 
 TOPIC_A, TOPIC_B = uuid.UUID(int=0xA1), uuid.UUID(int=0xB2)
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import confluent_kafka as ck
-import pytest
 from broker_helpers import RawClient
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,

@@ -62,6 +62,7 @@ class GroupCoordinator:
             if group.members:
                 return join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
             group = None
+            self._write_consumer_records(group_id, None, now_ms)     # the empty KIP-848 group is gone
         if group is None:
             group = self.groups[group_id] = ClassicGroup(group_id, state_since_ms=now_ms,
                                                          initial_delay_ms=s.initial_rebalance_delay_ms)
@@ -218,7 +219,6 @@ class GroupCoordinator:
         elif group.persist:
             group.persist = False
             self.store.write_group(group.group_id, metadata_value(group, now_ms), now_ms)
-            self._write_consumer_records(group.group_id, None, now_ms)   # an empty KIP-848 group became this one
 
     def _write_consumer_records(self, group_id: str, group: ConsumerGroup | None, now_ms: int) -> None:
         """Write what changed in a KIP-848 group since its records were last written (with None: tombstones)."""

@@ -7,10 +7,10 @@ RemoveUserScramCredentialRecord, AccessControlEntryRecord / RemoveAccessControlE
 layouts in ``protocol/schema/payloads``, framing in :mod:`kafkalab.protocol.metadata_records`), the id each
 ACL is known by, and replaying the log into the three at start. Must not know: requests, sockets, clocks.
 
-Why Kafka's records: a notebook (or ``kafka-metadata-shell``-minded reader) decoding the log sees the same
-story a KRaft controller's log tells, and a credential is stored only as Kafka stores it - salt, StoredKey,
-ServerKey, iterations - so no file in the data directory ever holds a password. Without a data directory
-nothing is written: the state lives in memory, as before.
+Why Kafka's records: a notebook decoding the log sees the same story a KRaft controller's log tells, and a
+credential is stored only as Kafka stores it - salt, StoredKey, ServerKey, iterations - so no file in the data
+directory ever holds a password. Each change is appended (and flushed) as it happens, so a killed process
+loses none that was answered. Without a data directory nothing is written: the state lives in memory only.
 """
 from __future__ import annotations
 
