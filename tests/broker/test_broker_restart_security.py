@@ -145,3 +145,19 @@ def test_removals_are_recorded_and_memory_brokers_write_nothing(tmp_path):
         assert state.quotas.entries == {}
     with Broker() as broker:
         assert broker.state.security_log.log is None
+
+
+def test_records_kafkalab_cannot_use_are_skipped_not_fatal(tmp_path, caplog):
+    """A metadata log with a record of another type and a credential of an unknown mechanism still starts."""
+    from kafkalab.broker.security.metadata_log import METADATA_LOG
+    from kafkalab.broker.storage.log import PartitionLog
+    from kafkalab.protocol.metadata_records import encode_metadata_record
+    from kafkalab.protocol.records import build_batch, encode_records
+    log = PartitionLog.open(os.path.join(tmp_path, METADATA_LOG), 1 << 20)
+    odd = encode_metadata_record("user_scram_credential_record", {
+        "name": "eve", "mechanism": 9, "salt": b"s", "stored_key": b"k", "server_key": b"k", "iterations": 4096})
+    log.append(encode_records([build_batch([(None, b"\x01\x02\x00\x00"), (None, odd)])]))     # 2: RegisterBroker
+    log.close()
+    with Broker(data_dir=tmp_path, users={"frank": "frank-pw-2"}) as broker:
+        assert broker.state.users.names() == ["frank"]
+    assert "does not read" in caplog.text and "unknown SCRAM mechanism 9" in caplog.text

@@ -94,13 +94,15 @@ class SecurityLog:
             except ProtocolError as exc:
                 log.warning("%s: skipping a record kafkalab does not read: %s", METADATA_LOG, exc)
                 continue
-            kind = record["type"]
-            if kind == "user_scram_credential_record":
-                mechanism = MECHANISMS[record["mechanism"]]
+            kind, mechanism = record["type"], MECHANISMS.get(record.get("mechanism"))
+            if kind.endswith("user_scram_credential_record") and mechanism is None:
+                log.warning("%s: skipping a credential of unknown SCRAM mechanism %s", METADATA_LOG,
+                            record["mechanism"])
+            elif kind == "user_scram_credential_record":
                 users.put(record["name"], ScramCredential(mechanism, record["salt"], record["iterations"],
                                                           record["stored_key"], record["server_key"]))
             elif kind == "remove_user_scram_credential_record":
-                users.delete(record["name"], MECHANISMS[record["mechanism"]])
+                users.delete(record["name"], mechanism)
             elif kind == "access_control_entry_record":
                 acl = by_id[record["id"]] = AclBinding(*(record[f] for f in ACL_FIELDS))
                 authorizer.add(acl)
