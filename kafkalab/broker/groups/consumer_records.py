@@ -55,6 +55,17 @@ def group_records(group: ConsumerGroup | None) -> dict[RecordKey, dict]:
     return out
 
 
+def fingerprint(group: ConsumerGroup) -> tuple:
+    """Everything :func:`group_records` reads, in the group's own terms: about five times cheaper to build
+    than the records, so a heartbeat that changed nothing (most of them) builds no records at all."""
+    target = group.target
+    return (group.epoch, tuple(group.topic_sizes.items()), tuple(
+        (m.member_id, m.epoch, m.previous_epoch, frozenset(m.assigned), frozenset(m.revoking),
+         frozenset(target.get(m.member_id, ())), tuple(m.topic_names), m.topic_regex, m.server_assignor,
+         m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms)
+        for m in group.members.values()))
+
+
 def changes(written: dict[RecordKey, dict], now: dict[RecordKey, dict]) -> list[tuple[int, str | None, dict | None]]:
     """The records that turn ``written`` into ``now``: tombstones for keys gone, then values that differ, each
     in Kafka's order."""

@@ -20,7 +20,7 @@ from kafkalab.protocol.payloads import ASSIGNMENT, SUBSCRIPTION, encode_payload
 
 from .classic import ClassicGroup, JoinRequest, Member, State, Waiter, join_error, sync_answer
 from .consumer import ConsumerGroup
-from .consumer_records import changes, group_records, restore
+from .consumer_records import changes, fingerprint, group_records, restore
 
 @dataclass(frozen=True)
 class GroupSettings:
@@ -45,6 +45,7 @@ class GroupCoordinator:
         self.store, self.settings, self.notify = store, settings or GroupSettings(), notify
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
         self._restored: list = []          # members (of either kind) whose session starts at the next tick
+        self._fingerprints: dict[str, tuple] = {}     # KIP-848 group id -> its state when last written
         for group_id, value in store.group_records.items():
             self.groups[group_id] = self._restore(group_id, value)
         for group_id, records in store.consumer_group_records.items():
@@ -215,13 +216,18 @@ class GroupCoordinator:
 
     def _persist(self, group, now_ms: int) -> None:
         if isinstance(group, ConsumerGroup):
-            self._write_consumer_records(group.group_id, group, now_ms)
+            state = fingerprint(group)
+            if self._fingerprints.get(group.group_id) != state:
+                self._fingerprints[group.group_id] = state
+                self._write_consumer_records(group.group_id, group, now_ms)
         elif group.persist:
             group.persist = False
             self.store.write_group(group.group_id, metadata_value(group, now_ms), now_ms)
 
     def _write_consumer_records(self, group_id: str, group: ConsumerGroup | None, now_ms: int) -> None:
         """Write what changed in a KIP-848 group since its records were last written (with None: tombstones)."""
+        if group is None:
+            self._fingerprints.pop(group_id, None)
         written = self.store.consumer_group_records.get(group_id, {})
         if written or group is not None:
             self.store.write_consumer_group(group_id, changes(written, group_records(group)), now_ms)
