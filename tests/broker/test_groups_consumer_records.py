@@ -27,7 +27,7 @@ def written(store) -> list[tuple[int, str | None, bool]]:
 
 
 def snapshot(group) -> tuple:
-    return (group.epoch, group.topic_sizes, group.target, group.assignor,
+    return (group.epoch, group.assignment_epoch, group.topic_sizes, group.target, group.assignor,
             {m.member_id: (m.epoch, m.previous_epoch, m.assigned, m.revoking, m.topic_names, m.client_host,
                            m.rebalance_timeout_ms) for m in group.members.values()})
 

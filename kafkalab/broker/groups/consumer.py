@@ -64,6 +64,7 @@ class ConsumerGroup:
         self.group_id, self.store, self.settings = group_id, store, settings
         self.members: dict[str, ConsumerMember] = {}
         self.epoch = 0
+        self.assignment_epoch = 0                  # the group epoch the target assignment was computed at
         self.target: dict[str, TopicPartitions] = {}
         self.topic_sizes: dict[str, int] = {}
         self.assignor = DEFAULT_ASSIGNOR
@@ -152,6 +153,7 @@ class ConsumerGroup:
         subscriptions = {m.member_id: self._subscribed(m) for m in self.members.values()}
         current = {m.member_id: m.assigned for m in self.members.values()}
         self.target = ASSIGNORS[chosen](subscriptions, self.topic_sizes, current)
+        self.assignment_epoch = self.epoch
 
     def _reconcile(self, now_ms: int, member: ConsumerMember, owned: TopicPartitions | None) -> None:
         target = self.target.get(member.member_id, set())

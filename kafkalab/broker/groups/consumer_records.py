@@ -37,7 +37,7 @@ def group_records(group: ConsumerGroup | None) -> dict[RecordKey, dict]:
         (TOPICS, None): {"topics": [{"topic_id": topics[t].topic_id, "topic_name": t, "num_partitions": n,
                                      "partition_metadata": []} for t, n in sorted(group.topic_sizes.items())
                                     if t in topics]},
-        (TARGET_EPOCH, None): {"assignment_epoch": group.epoch},
+        (TARGET_EPOCH, None): {"assignment_epoch": group.assignment_epoch},
     }
     for m in group.members.values():
         out[(MEMBER, m.member_id)] = {
@@ -59,7 +59,7 @@ def fingerprint(group: ConsumerGroup) -> tuple:
     """Everything :func:`group_records` reads, in the group's own terms: about five times cheaper to build
     than the records, so a heartbeat that changed nothing (most of them) builds no records at all."""
     target = group.target
-    return (group.epoch, tuple(group.topic_sizes.items()), tuple(
+    return (group.epoch, group.assignment_epoch, tuple(group.topic_sizes.items()), tuple(
         (m.member_id, m.epoch, m.previous_epoch, frozenset(m.assigned), frozenset(m.revoking),
          frozenset(target.get(m.member_id, ())), tuple(m.topic_names), m.topic_regex, m.server_assignor,
          m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms)
@@ -79,6 +79,7 @@ def restore(group: ConsumerGroup, records: dict[RecordKey, dict]) -> list[Consum
     """Put the state ``records`` describe into the new, empty ``group``; returns the members (whose sessions
     the caller restarts). Topics deleted since are left out of the assignments."""
     group.epoch = records.get((GROUP_EPOCH, None), {}).get("epoch", 0)
+    group.assignment_epoch = records.get((TARGET_EPOCH, None), {}).get("assignment_epoch", 0)
     group.topic_sizes = {t["topic_name"]: t["num_partitions"]
                          for t in records.get((TOPICS, None), {}).get("topics", ())}
     for (kind, member_id), value in records.items():

@@ -27,7 +27,7 @@ def _describe(ctx, group_id: str) -> dict:
                 "assignor_name": "", "members": [], "authorized_operations": NOT_PROVIDED}
     return {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
             "group_state": group.state_name(),
-            "group_epoch": group.epoch, "assignment_epoch": group.epoch, "assignor_name": group.assignor,
+            "group_epoch": group.epoch, "assignment_epoch": group.assignment_epoch, "assignor_name": group.assignor,
             "members": [group.describe_member(m) for m in group.members.values()],
             "authorized_operations": NOT_PROVIDED}
 
