@@ -94,6 +94,11 @@ def test_consumer_protocol_group_resumes_after_sigkill_and_restart(tmp_path):
         assert again == bootstrap
         after_restart = group_view(bootstrap)
         assert after_restart == before             # the restarted broker knows the member, its epoch, its partitions
+        group_again, members_again = describe(bootstrap)
+        assert members_again == members            # and AdminClient (ConsumerGroupDescribe) says so too
+        assert group_again.type == ck.ConsumerGroupType.CONSUMER and group_again.partition_assignor == "uniform"
+        assert all(sorted(tp.partition for tp in m.target_assignment.topic_partitions) == members[m.member_id]
+                   for m in group_again.members)
 
         produce(bootstrap, [b"after-%d" % i for i in range(6)])
         got = consume(consumer, 6)
