@@ -1,7 +1,8 @@
 """The broker's storage: topics, their partitions (logs + producer state) and committed group offsets.
 
-Owns: topic names and ids, partition counts, topic configs, committed offsets and the group metadata records
-(both kept in the ``__consumer_offsets`` topic, see :mod:`.offsets`), and (with a data directory) their
+Owns: topic names and ids, partition counts, topic configs, committed offsets and the last record of every
+group key (a classic group's GroupMetadata, a KIP-848 group's records by key version and member; all kept in
+the ``__consumer_offsets`` topic, see :mod:`.offsets`), and (with a data directory) their
 persistence: ``topics.json`` (rewritten atomically on change) and one directory per partition
 (``<topic>-<n>/`` holding segment files). Recovery rebuilds everything from those files, including
 idempotent-producer state from the stored batch headers and committed offsets and group metadata by replaying
