@@ -110,6 +110,13 @@ def test_consumer_protocol_group_resumes_after_sigkill_and_restart(tmp_path):
         assert now["epoch"] == before["epoch"]                           # no rebalance was needed
         group, members = describe(bootstrap)
         assert str(group.state).endswith("STABLE") and list(members) == list(before["members"])
+        consumer.close()
+        # a new member starts where the group's committed offsets say: after every record consumed so far
+        produce(bootstrap, [b"late-%d" % i for i in range(4)])
+        consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "group.protocol": "consumer",
+                                "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe([TOPIC])
+        assert sorted(consume(consumer, 4)) == sorted(b"late-%d" % i for i in range(4))
     finally:
         consumer.close()
         kill(proc)
