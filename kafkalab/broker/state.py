@@ -21,6 +21,7 @@ from .share import ShareGroups
 from .security import ScramUsers
 from .security.authorizer import Authorizer
 from .security.quotas import ClientQuotas
+from .security.tokens import DelegationTokens
 from .storage import Store, Topic
 from .transactions import TransactionCoordinator
 
@@ -57,9 +58,11 @@ class BrokerState:
         settings = GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms)
         self.groups = GroupCoordinator(self.store, settings, notify=self.appended)
         self.share_groups = ShareGroups()
-        self.users = ScramUsers()             # SCRAM credentials (SASL listeners, *UserScramCredentials)
+        self.tokens = DelegationTokens()      # delegation tokens (*DelegationToken APIs, SCRAM tokenauth)
+        self.users = ScramUsers(self.tokens)  # SCRAM credentials (SASL listeners, *UserScramCredentials)
         self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
         self.quotas = ClientQuotas()
+        self.replica_dirs: dict[tuple[str, int], str] = {}   # (topic, partition) -> log dir, where moved there
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""
@@ -71,6 +74,7 @@ class BrokerState:
         self.transactions.expire(now_ms)
         self.groups.tick(now_ms)
         self.share_groups.expire(now_ms)
+        self.tokens.purge(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------
 
@@ -156,6 +160,7 @@ class BrokerState:
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.store.delete_topic(name)
+        self.replica_dirs = {key: path for key, path in self.replica_dirs.items() if key[0] != name}
         self._resolved.pop(name, None)
         self._produce.pop(name, None)
         return topic

@@ -46,6 +46,8 @@ def each(operation: str, resource: str) -> Check:
 
 
 PUBLIC: tuple[Check, ...] = ()
+#: No ACL: as in Kafka, only the token's owner and its renewers may renew or expire it (the token store checks).
+TOKEN_HOLDERS: tuple[Check, ...] = ()
 FAIL_CLOSED = (gate("CLUSTER_ACTION"),)
 
 #: The error code a denied check answers, by resource type.
@@ -93,8 +95,8 @@ RULES: dict[int, tuple[Check, ...]] = {
     ApiKey.SASL_AUTHENTICATE: PUBLIC,
     ApiKey.CREATE_PARTITIONS: (each("ALTER", "TOPIC"),),
     ApiKey.CREATE_DELEGATION_TOKEN: (each("CREATE_TOKENS", "USER"),),
-    ApiKey.RENEW_DELEGATION_TOKEN: (each("DESCRIBE", "DELEGATION_TOKEN"),),
-    ApiKey.EXPIRE_DELEGATION_TOKEN: (each("DESCRIBE", "DELEGATION_TOKEN"),),
+    ApiKey.RENEW_DELEGATION_TOKEN: TOKEN_HOLDERS,
+    ApiKey.EXPIRE_DELEGATION_TOKEN: TOKEN_HOLDERS,
     ApiKey.DESCRIBE_DELEGATION_TOKEN: (each("DESCRIBE", "DELEGATION_TOKEN"), each("DESCRIBE_TOKENS", "USER")),
     ApiKey.DELETE_GROUPS: (each("DELETE", "GROUP"),),
     ApiKey.ELECT_LEADERS: (each("ALTER", "CLUSTER"),),

@@ -11,8 +11,9 @@ from .scram import (HASHES, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, cre
 
 
 class ScramUsers:
-    def __init__(self) -> None:
+    def __init__(self, tokens=None) -> None:
         self._users: dict[str, dict[str, ScramCredential]] = {}
+        self.tokens = tokens        # security.tokens.DelegationTokens: SCRAM with tokenauth=true authenticates these
 
     def set_password(self, user: str, password: str, mechanisms=tuple(HASHES), iterations: int = MIN_ITERATIONS) -> None:
         for mechanism in mechanisms:
