@@ -23,6 +23,7 @@ from .security.authorizer import Authorizer
 from .security.quotas import ClientQuotas
 from .security.tokens import DelegationTokens
 from .storage import Store, Topic
+from .telemetry import ClientMetrics
 from .transactions import TransactionCoordinator
 
 log = logging.getLogger("kafkalab.broker")
@@ -63,6 +64,7 @@ class BrokerState:
         self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
         self.quotas = ClientQuotas()
         self.replica_dirs: dict[tuple[str, int], str] = {}   # (topic, partition) -> log dir, where moved there
+        self.telemetry = ClientMetrics()      # client-metrics resources and the metrics clients push (KIP-714)
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""

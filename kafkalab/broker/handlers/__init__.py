@@ -16,18 +16,19 @@ from . import (add_offsets_to_txn, add_partitions_to_txn, add_raft_voter, alloca
                describe_producers, describe_quorum, describe_share_group_offsets, describe_topic_partitions,
                describe_transactions, describe_user_scram_credentials, elect_leaders, end_txn, expire_delegation_token,
                fetch, find_coordinator, get_telemetry_subscriptions, heartbeat, incremental_alter_configs,
-               init_producer_id, join_group, leave_group, list_groups, list_offsets, list_partition_reassignments,
-               list_transactions, metadata, offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch,
-               produce, push_telemetry, remove_raft_voter, renew_delegation_token, sasl_authenticate, sasl_handshake,
-               share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat, sync_group,
-               txn_offset_commit, update_features, update_raft_voter, write_txn_markers)
+               init_producer_id, join_group, leave_group, list_client_metrics_resources, list_groups, list_offsets,
+               list_partition_reassignments, list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
+               offset_for_leader_epoch, produce, push_telemetry, remove_raft_voter, renew_delegation_token,
+               sasl_authenticate, sasl_handshake, share_acknowledge, share_fetch, share_group_describe,
+               share_group_heartbeat, sync_group, txn_offset_commit, update_features, update_raft_voter,
+               write_txn_markers)
 from .base import Handler, Offload, RequestContext, Wait
 
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, find_coordinator, api_versions,
            create_topics, delete_topics, delete_records, init_producer_id, offset_for_leader_epoch,
            describe_configs, alter_configs, alter_replica_log_dirs, describe_log_dirs, create_partitions, create_delegation_token,
            renew_delegation_token, expire_delegation_token, describe_delegation_token, incremental_alter_configs,
-           describe_cluster, get_telemetry_subscriptions, push_telemetry, describe_topic_partitions,
+           describe_cluster, get_telemetry_subscriptions, push_telemetry, list_client_metrics_resources, describe_topic_partitions,
            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, describe_transactions,
            list_transactions, describe_producers, write_txn_markers, allocate_producer_ids,
            join_group, sync_group, heartbeat, leave_group, describe_groups, list_groups, delete_groups, offset_delete,
