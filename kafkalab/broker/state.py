@@ -23,6 +23,7 @@ from .security.authorizer import Authorizer
 from .security.quotas import ClientQuotas
 from .security.tokens import DelegationTokens
 from .storage import Store, Topic
+from .streams import StreamsGroups
 from .telemetry import ClientMetrics
 from .transactions import TransactionCoordinator
 
@@ -59,6 +60,7 @@ class BrokerState:
         settings = GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms)
         self.groups = GroupCoordinator(self.store, settings, notify=self.appended)
         self.share_groups = ShareGroups()
+        self.streams_groups = StreamsGroups(self.store, lambda name, n: self.create_topic(name, n))
         self.tokens = DelegationTokens()      # delegation tokens (*DelegationToken APIs, SCRAM tokenauth)
         self.users = ScramUsers(self.tokens)  # SCRAM credentials (SASL listeners, *UserScramCredentials)
         self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
@@ -76,6 +78,7 @@ class BrokerState:
         self.transactions.expire(now_ms)
         self.groups.tick(now_ms)
         self.share_groups.expire(now_ms)
+        self.streams_groups.expire(now_ms)
         self.tokens.purge(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------

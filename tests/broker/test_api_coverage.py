@@ -128,6 +128,10 @@ COVERED: dict[int, tuple[str, str]] = {
                           "REMOVE_RAFT_VOTER"),
     K.UPDATE_RAFT_VOTER: ("test_broker_quorum_logdirs.py::test_raft_voters_change_the_quorum_clients_describe",
                           "UPDATE_RAFT_VOTER"),
+    K.STREAMS_GROUP_HEARTBEAT: ("test_broker_streams_groups.py::"
+                                "test_tasks_are_dealt_over_members_and_internal_topics_created", "beat("),
+    K.STREAMS_GROUP_DESCRIBE: ("test_broker_streams_groups.py::"
+                               "test_tasks_are_dealt_over_members_and_internal_topics_created", "STREAMS_GROUP_DESCRIBE"),
     K.DESCRIBE_SHARE_GROUP_OFFSETS: ("test_broker_share_groups.py::"
                                      "test_share_group_delivers_each_record_to_one_member_and_redelivers_released_ones",
                                      "DescribeShareGroupOffsets"),

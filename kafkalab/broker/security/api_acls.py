@@ -128,6 +128,8 @@ RULES: dict[int, tuple[Check, ...]] = {
     ApiKey.ADD_RAFT_VOTER: (gate("ALTER"),),
     ApiKey.REMOVE_RAFT_VOTER: (gate("ALTER"),),
     ApiKey.UPDATE_RAFT_VOTER: (gate("CLUSTER_ACTION"),),
+    ApiKey.STREAMS_GROUP_HEARTBEAT: (gate("READ", "GROUP", "group_id"), each("DESCRIBE", "TOPIC")),
+    ApiKey.STREAMS_GROUP_DESCRIBE: (each("DESCRIBE", "GROUP"),),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (each("DESCRIBE", "GROUP"), each("DESCRIBE", "TOPIC")),
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: (gate("READ", "GROUP", "group_id"), each("READ", "TOPIC")),
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: (gate("DELETE", "GROUP", "group_id"), each("READ", "TOPIC")),
