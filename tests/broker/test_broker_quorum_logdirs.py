@@ -123,6 +123,11 @@ def test_cluster_apis_refuse_a_principal_without_rights(admin_for, tmp_path):
             bob.describe_transactions(["tx-1"])                         # FindCoordinator already refuses
         assert bob.alter_replica_log_dirs({TopicPartitionReplica("t", 0, 1): "memory:"}) == \
             {TopicPartitionReplica("t", 0, 1): ClusterAuthorizationFailedError}
+        with pytest.raises(ClusterAuthorizationFailedError):
+            bob.update_features({"metadata.version": 25})
+        elected = bob.elect_leaders(0, {"t": [0]}, raise_errors=False)
+        assert elected.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert elected.replica_election_results[0].partition_result[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         assert admin.list_partition_reassignments() == {}
         assert admin.describe_metadata_quorum()["topics"][0]["partitions"][0]["leader_id"] == 1
         plain = RawClient(broker.bootstrap_servers)                     # User:ANONYMOUS, no rights either
