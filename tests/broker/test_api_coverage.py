@@ -2,8 +2,8 @@
 confluent-kafka/librdkafka, kafkajs, kcat) where one speaks it, else kafkalab's own codec (``RawClient``).
 
 ``COVERED`` maps each served key to one such test and the words in that test's source that send it (the client
-call, or the API's name, which ``ApiKey.NAME`` also satisfies); the check fails for a served key without an entry, and for an entry whose test is
-gone or no longer says those words. Add the entry when you add a handler.
+call, or the API's name, which ``ApiKey.NAME`` also satisfies); the check fails for a served key without an
+entry, and for an entry whose test is gone or no longer says those words. Add the entry when you add a handler.
 """
 from __future__ import annotations
 

@@ -94,7 +94,8 @@ class DelegationTokens:
 
     def tokens(self, now_ms: int) -> list[Token]:
         """The live tokens, oldest first."""
-        return sorted((t for t in self._tokens.values() if t.expiry_ms >= now_ms), key=lambda t: (t.issue_ms, t.token_id))
+        live = (t for t in self._tokens.values() if t.expiry_ms >= now_ms)
+        return sorted(live, key=lambda t: (t.issue_ms, t.token_id))
 
     def purge(self, now_ms: int) -> None:
         """Forget the tokens past their expiry (Kafka's periodic expiry check)."""
