@@ -143,4 +143,9 @@ def test_cluster_apis_refuse_a_principal_without_rights(admin_for, tmp_path):
         described = plain.call(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": "t"}],
                                                                      "response_partition_limit": 10, "cursor": None})
         assert described["topics"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        broker.add_acl("User:ANONYMOUS", "DESCRIBE", "GROUP", "g")        # the group, but not the topic
+        fetched = plain.call(ApiKey.OFFSET_FETCH, 8, {"groups": [{"group_id": "g", "topics": [
+            {"name": "t", "partition_indexes": [0]}]}], "require_stable": False})["groups"][0]
+        assert fetched["error_code"] == 0
+        assert fetched["topics"][0]["partitions"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         plain.close()

@@ -65,7 +65,7 @@ RULES: dict[int, tuple[Check, ...]] = {
     ApiKey.LIST_OFFSETS: (each("DESCRIBE", "TOPIC"),),
     ApiKey.METADATA: (each("DESCRIBE", "TOPIC"), each("CREATE", "CLUSTER"), each("CREATE", "TOPIC")),
     ApiKey.OFFSET_COMMIT: (each("READ", "GROUP"), each("READ", "TOPIC")),
-    ApiKey.OFFSET_FETCH: (each("DESCRIBE", "GROUP"),),
+    ApiKey.OFFSET_FETCH: (each("DESCRIBE", "GROUP"), each("DESCRIBE", "TOPIC")),
     ApiKey.FIND_COORDINATOR: (each("DESCRIBE", "GROUP"),),
     ApiKey.JOIN_GROUP: (each("READ", "GROUP"),),
     ApiKey.HEARTBEAT: (each("READ", "GROUP"),),
