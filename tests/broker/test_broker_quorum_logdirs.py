@@ -148,4 +148,10 @@ def test_cluster_apis_refuse_a_principal_without_rights(admin_for, tmp_path):
             {"name": "t", "partition_indexes": [0]}]}], "require_stable": False})["groups"][0]
         assert fetched["error_code"] == 0
         assert fetched["topics"][0]["partitions"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        broker.add_acl("User:ANONYMOUS", "READ", "GROUP", "g")
+        joined = plain.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, {
+            "group_id": "g", "member_id": "", "member_epoch": 0, "instance_id": None, "rack_id": None,
+            "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "server_assignor": None,
+            "topic_partitions": []})
+        assert joined["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED      # subscribed topics need DESCRIBE
         plain.close()
