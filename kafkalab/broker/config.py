@@ -79,6 +79,7 @@ class BrokerConfig:
     tls_key: str | None = None
     super_users: tuple[str, ...] = ()          # principals ("User:admin") every ACL check allows
     allow_everyone_if_no_acl_found: bool = True   # allow.everyone.if.no.acl.found: a resource no ACL names is open
+    log_dirs: tuple[str, ...] = ()             # further log directories AlterReplicaLogDirs may move replicas to
 
     def listener_ports(self) -> dict[str, int]:
         """{security protocol: port} of every listener asked for, PLAINTEXT first."""

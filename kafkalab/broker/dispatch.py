@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kafkalab.protocol import ProtocolError, decode_request, encode_response
+from kafkalab.protocol import ErrorCode, ProtocolError, decode_request, encode_response
 from kafkalab.protocol.codec.layout import message_layout
 from kafkalab.protocol.framing import cut_frames
 from kafkalab.protocol.schema.registry import api_spec, message_spec
@@ -28,6 +28,7 @@ from kafkalab.protocol.schema.registry import api_spec, message_spec
 from .handlers import Offload, RequestContext, Wait
 from .handlers.api_versions import advertised
 from .security import SaslFailure
+from .security.api_acls import denial
 
 log = logging.getLogger("kafkalab.broker")
 
@@ -242,7 +243,7 @@ class Connection:
                              session=self.session)
         if self.intercept is not None:
             self.intercept.before_handler(self, pending, request)
-        return self._outcome(pending, lambda: handler.handle(ctx, request.body))
+        return self._outcome(pending, lambda: _refused(ctx, request.body) or handler.handle(ctx, request.body))
 
     def resume(self, pending: Pending, work_result) -> bytes | Pending | None:
         """Finish a request whose handler offloaded work, with that work's result (back on the loop)."""
@@ -314,6 +315,15 @@ class Connection:
         return error_body(api_key, api_version, UNSUPPORTED_VERSION)
 
 
+def _refused(ctx: RequestContext, body: dict) -> dict | None:
+    """The answer to a request its principal may not make at all (the GATE checks of security.api_acls, made
+    here so no handler can forget them), or None: the handler runs and checks each resource it names."""
+    code = denial(ctx.allowed, ctx.api_key, body)
+    if code is None:
+        return None
+    return error_body(ctx.api_key, ctx.api_version, code, f"{ErrorCode(code).name} for {handler_name(ctx.api_key)}")
+
+
 def handler_name(api_key: int) -> str:
     try:
         return api_spec(api_key).name
@@ -321,10 +331,12 @@ def handler_name(api_key: int) -> str:
         return f"api {api_key}"
 
 
-def error_body(api_key: int, api_version: int, error_code: int) -> dict:
-    """A well-formed response body with ``error_code`` in every top-level error field and empty lists."""
+def error_body(api_key: int, api_version: int, error_code: int, message: str | None = None) -> dict:
+    """A well-formed response body with ``error_code`` in every top-level error field (and ``message`` in its
+    error message, if the version has one) and empty lists."""
     spec = message_spec(api_key, "response", api_version)
-    return {f.name: error_code for f in spec.fields if f.name == "error_code" and f.exists_in(api_version)}
+    values = {"error_code": error_code, "error_message": message}
+    return {f.name: values[f.name] for f in spec.fields if f.name in values and f.exists_in(api_version)}
 
 
 def fit_to_version(layout, body: dict) -> dict:

@@ -22,7 +22,10 @@ from .security import ScramUsers
 from .security.authorizer import Authorizer
 from .security.metadata_log import SecurityLog
 from .security.quotas import ClientQuotas
+from .security.tokens import DelegationTokens
 from .storage import Store, Topic
+from .streams import StreamsGroups
+from .telemetry import ClientMetrics
 from .transactions import TransactionCoordinator
 
 log = logging.getLogger("kafkalab.broker")
@@ -58,11 +61,15 @@ class BrokerState:
         settings = GroupSettings(initial_rebalance_delay_ms=config.initial_rebalance_delay_ms)
         self.groups = GroupCoordinator(self.store, settings, notify=self.appended)
         self.share_groups = ShareGroups()
-        self.users = ScramUsers()             # SCRAM credentials (SASL listeners, *UserScramCredentials)
+        self.streams_groups = StreamsGroups(self.store, lambda name, n: self.create_topic(name, n))
+        self.tokens = DelegationTokens()      # delegation tokens (*DelegationToken APIs, SCRAM tokenauth)
+        self.users = ScramUsers(self.tokens)  # SCRAM credentials (SASL listeners, *UserScramCredentials)
         self.authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
         self.quotas = ClientQuotas()
         self.security_log = SecurityLog(config.data_dir)     # users, ACLs, quotas: kept with --data-dir
         self.security_log.attach(self.users, self.authorizer, self.quotas)
+        self.replica_dirs: dict[tuple[str, int], str] = {}   # (topic, partition) -> log dir, where moved there
+        self.telemetry = ClientMetrics()      # client-metrics resources and the metrics clients push (KIP-714)
 
     def recover(self, now_ms: int) -> None:
         """Resume the coordinators from their logs (the adapter calls it once, with the time)."""
@@ -74,6 +81,8 @@ class BrokerState:
         self.transactions.expire(now_ms)
         self.groups.tick(now_ms)
         self.share_groups.expire(now_ms)
+        self.streams_groups.expire(now_ms)
+        self.tokens.purge(now_ms)
 
     # --- configs --------------------------------------------------------------------------------------
 
@@ -159,6 +168,7 @@ class BrokerState:
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.store.delete_topic(name)
+        self.replica_dirs = {key: path for key, path in self.replica_dirs.items() if key[0] != name}
         self._resolved.pop(name, None)
         self._produce.pop(name, None)
         return topic

@@ -14,6 +14,8 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
+from .quorum import Quorum
+
 #: Feature flags (KIP-584) the broker supports, name -> (min level, max level), and their finalized levels.
 #: metadata.version 25 is the level of Kafka 4.0 (4.0-IV3); the others stay at 0 (not finalized), so clients
 #: keep the protocols the broker implements.
@@ -30,6 +32,11 @@ class Cluster:
     features: dict[str, int] = field(default_factory=lambda: dict(FINALIZED_FEATURES))
     features_epoch: int = 0
     metadata_offset: int = 0
+    quorum: Quorum = None            # the KRaft voters (controls/quorum.py); at first the lowest node alone
+
+    def __post_init__(self) -> None:
+        if self.quorum is None:
+            self.quorum = Quorum.first_of(self.node_ids)
 
     @property
     def size(self) -> int:
@@ -37,7 +44,8 @@ class Cluster:
 
     @property
     def controller(self) -> int:
-        return self.node_ids[0]
+        """The active controller: the quorum's leader."""
+        return self.quorum.leader
 
     def replicas(self, topic: str, partition: int) -> list[int]:
         """The replica list; its first node is the preferred leader."""

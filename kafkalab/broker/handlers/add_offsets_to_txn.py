@@ -17,6 +17,8 @@ FENCED_SINCE = 2
 def handle(ctx, body: dict) -> dict:
     coordinator = ctx.state.transactions
     meta, error = ctx.transaction(body["transactional_id"], body["producer_id"], body["producer_epoch"])
+    if not error and not ctx.allowed("READ", "GROUP", body["group_id"]):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     if not error:
         error = coordinator.add_offsets(meta, body["group_id"], ctx.now_ms)
     return {"throttle_time_ms": 0, "error_code": for_version(error, ctx.api_version, FENCED_SINCE)}

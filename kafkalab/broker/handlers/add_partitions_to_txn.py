@@ -39,8 +39,12 @@ def _transaction(ctx, transactional_id, producer_id, epoch, topics, verify_only:
         joined = meta.partitions if meta.state is TxnState.ONGOING else set()
         errors = {tp: ErrorCode.NONE if tp in joined else ErrorCode.INVALID_TXN_STATE for tp in wanted}
     else:
+        denied = {tp for tp in wanted if not ctx.allowed("WRITE", "TOPIC", tp[0])}
         unknown = {tp for tp in wanted if ctx.state.store.partition(*tp) is None}
-        if unknown:
+        if denied:
+            errors = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp in denied else
+                      ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+        elif unknown:
             errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else
                       ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
         else:

@@ -19,7 +19,9 @@ def handle(ctx, body: dict) -> dict:
         partitions = []
         for p in t.get("partitions", ()):
             index = p.get("partition_index")
-            if topic is None or not 0 <= index < len(topic.partitions):
+            if not ctx.allowed("READ", "TOPIC", t.get("topic_name") or ""):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or not 0 <= index < len(topic.partitions):
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 log = topic.partitions[index].log

@@ -51,6 +51,11 @@ class RequestContext:
         principal, host = self._who()
         return self.state.authorizer.authorized_operations(principal, host, RESOURCE[resource_type], name)
 
+    @property
+    def principal(self) -> str:
+        """Who sent this request ("User:alice"; User:ANONYMOUS on a listener without SASL)."""
+        return self._who()[0]
+
     def throttle(self, key: str, nbytes: int) -> int:
         """Count bytes against this client's quota ``key`` (producer_byte_rate, consumer_byte_rate): the
         throttle_time_ms to answer with. The connection is then muted for that long (KIP-219)."""

@@ -13,13 +13,16 @@ from kafkalab.protocol import ErrorCode
 
 from ..config import topic_name_problem
 from ..configs import BROKER_CONFIGS, BROKER_RESOURCE, DEFAULT_CONFIG, TOPIC_CONFIGS, TOPIC_RESOURCE, Entry
+from ..telemetry import CLIENT_METRICS_CONFIG_SOURCE, CLIENT_METRICS_RESOURCE, match_problem
+from ..telemetry import CONFIGS as CLIENT_METRICS_CONFIGS
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_CONFIG, INVALID_REQUEST = 0, 3, 17, 40, 42
 
 
 class Resource(NamedTuple):
-    kind: str            # "topic", "broker" (this node) or "cluster" (the dynamic default, resource name "")
-    target: object       # the Topic, or the dynamic-config scope ("1" or "")
+    kind: str            # "topic", "broker" (this node), "cluster" (the dynamic default, resource name "") or
+                         # "client-metrics" (a KIP-714 subscription)
+    target: object       # the Topic, the dynamic-config scope ("1" or ""), or the client-metrics resource name
 
 
 class Problem(Exception):
@@ -33,7 +36,7 @@ def resolve(ctx, resource_type: int, name: str, operation: str = "DESCRIBE_CONFI
     topic, or on the cluster for broker resources."""
     if resource_type == TOPIC_RESOURCE and not ctx.allowed(operation, "TOPIC", name):
         raise Problem(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
-    if resource_type == BROKER_RESOURCE and not ctx.allowed(operation, "CLUSTER"):
+    if resource_type in (BROKER_RESOURCE, CLIENT_METRICS_RESOURCE) and not ctx.allowed(operation, "CLUSTER"):
         raise Problem(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     if resource_type == TOPIC_RESOURCE:
         problem = topic_name_problem(name)
@@ -52,26 +55,37 @@ def resolve(ctx, resource_type: int, name: str, operation: str = "DESCRIBE_CONFI
             raise Problem(INVALID_REQUEST, f"Unexpected broker id, expected {ctx.state.node_id} or an empty "
                                            f"string, but received {name}.")
         return Resource("broker", str(ctx.state.node_id))
+    if resource_type == CLIENT_METRICS_RESOURCE:
+        if not name:
+            raise Problem(INVALID_REQUEST, "A client-metrics resource needs a name.")
+        return Resource("client-metrics", name)
     raise Problem(INVALID_REQUEST, f"Unsupported resource type {resource_type}.")
 
 
 def dynamic_configs(ctx, resource: Resource) -> dict[str, str]:
     if resource.kind == "topic":
         return dict(resource.target.configs)
+    if resource.kind == "client-metrics":
+        return dict(ctx.state.telemetry.resources.get(resource.target, {}))
     return dict(ctx.state.configs.dynamic.get(resource.target, {}))
+
+
+def catalogue(resource: Resource) -> dict:
+    """The config definitions a resource of this kind accepts."""
+    return {"topic": TOPIC_CONFIGS, "client-metrics": CLIENT_METRICS_CONFIGS}.get(resource.kind, BROKER_CONFIGS)
 
 
 def check(resource: Resource, configs: dict[str, str]) -> None:
     """Raise :class:`Problem` (INVALID_CONFIG) for an unknown, read-only or invalid config."""
-    catalogue = TOPIC_CONFIGS if resource.kind == "topic" else BROKER_CONFIGS
     for name, value in configs.items():
-        definition = catalogue.get(name)
+        definition = catalogue(resource).get(name)
         if definition is None:
-            raise Problem(INVALID_CONFIG, f"Unknown {resource.kind if resource.kind == 'topic' else 'broker'} "
+            raise Problem(INVALID_CONFIG, f"Unknown {resource.kind if resource.kind != 'cluster' else 'broker'} "
                                           f"config name: {name}")
         if resource.kind != "topic" and not definition.dynamic:
             raise Problem(INVALID_CONFIG, f"Cannot update {name} dynamically (it is a static broker config).")
-        problem = definition.problem(value)
+        problem = definition.problem(value) or (match_problem(value) if resource.kind == "client-metrics"
+                                                and name == "match" else None)
         if problem:
             raise Problem(INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {problem}")
 
@@ -79,6 +93,8 @@ def check(resource: Resource, configs: dict[str, str]) -> None:
 def apply(ctx, resource: Resource, configs: dict[str, str]) -> None:
     if resource.kind == "topic":
         ctx.state.set_topic_configs(resource.target, configs)
+    elif resource.kind == "client-metrics":
+        ctx.state.telemetry.set(resource.target, configs)
     else:
         ctx.state.set_broker_configs(resource.target, configs)
 
@@ -91,6 +107,10 @@ def entries(ctx, resource: Resource) -> list[tuple[Entry, bool]]:
         return [(layers.topic_entry(n, resource.target.configs), False) for n in names]
     if resource.kind == "cluster":
         return [(e, False) for e in layers.default_entries()]
+    if resource.kind == "client-metrics":
+        held = ctx.state.telemetry.resources.get(resource.target, {})
+        return [(Entry(n, held.get(n, d.default), CLIENT_METRICS_CONFIG_SOURCE if n in held else DEFAULT_CONFIG, [], d),
+                 False) for n, d in sorted(CLIENT_METRICS_CONFIGS.items())]
     return [(layers.broker_entry(n), not BROKER_CONFIGS[n].dynamic) for n in sorted(BROKER_CONFIGS)]
 
 

@@ -19,6 +19,9 @@ def handle(ctx, body: dict) -> dict:
     if not ctx.allowed("READ", "GROUP", body["group_id"]):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "error_message": None,
                 "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+    if any(not ctx.allowed("DESCRIBE", "TOPIC", t) for t in body.get("subscribed_topic_names") or ()):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": None,
+                "member_id": body.get("member_id"), "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
     return ctx.state.groups.consumer_heartbeat(ctx.now_ms, body, ctx.client_id or "", client_host(ctx))
 
 

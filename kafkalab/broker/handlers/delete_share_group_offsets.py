@@ -15,10 +15,13 @@ def handle(ctx, body: dict) -> dict:
     for t in body.get("topics", ()):
         name = t.get("topic_name")
         topic = ctx.state.store.topic(name)
-        for key in [k for k in group.partitions if k[0] == name]:
+        allowed = ctx.allowed("READ", "TOPIC", name or "")
+        for key in [k for k in group.partitions if k[0] == name and allowed]:
             del group.partitions[key]
+        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if not allowed else \
+            ErrorCode.NONE if topic else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         answer["responses"].append({"topic_name": name, "topic_id": topic.topic_id if topic else None,
-                                    "error_code": int(ErrorCode.NONE if topic else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                                    "error_code": int(code),
                                     "error_message": None})
     return answer
 

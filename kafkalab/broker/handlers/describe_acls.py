@@ -8,9 +8,6 @@ from .base import Handler
 
 
 def handle(ctx, body: dict) -> dict:
-    if not ctx.allowed("DESCRIBE", "CLUSTER"):
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": "Cluster authorization failed.", "resources": []}
     resources: dict[tuple, list] = {}
     for acl in ctx.state.authorizer.describe(acl_filter(body)):
         resources.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(acl_fields(acl))

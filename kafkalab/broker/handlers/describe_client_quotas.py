@@ -9,9 +9,6 @@ from .base import Handler
 
 
 def handle(ctx, body: dict) -> dict:
-    if not ctx.allowed("DESCRIBE_CONFIGS", "CLUSTER"):
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": "Cluster authorization failed.", "entries": []}
     found = ctx.state.quotas.describe(body.get("components") or [], body.get("strict", False))
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None, "entries": [
         {"entity": [{"entity_type": kind, "entity_name": name} for kind, name in entity],

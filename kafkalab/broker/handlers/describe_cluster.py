@@ -1,4 +1,4 @@
-"""DescribeCluster (60), v0-v2 (KIP-700): the cluster's nodes, its id and its controller (the first node).
+"""DescribeCluster (60), v0-v2 (KIP-700): the cluster's nodes, its id and its controller (the KRaft quorum leader).
 
 v1+ asks for an endpoint type: brokers (1) are served; asking a broker for controllers (2) is
 MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE. v2 may include fenced brokers (there are

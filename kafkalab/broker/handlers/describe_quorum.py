@@ -1,47 +1,57 @@
-"""DescribeQuorum (55), v0-v2 (KIP-595): the KRaft quorum of the cluster metadata log.
+"""DescribeQuorum (55), v0-v2 (KIP-595, KIP-853): the KRaft quorum of the cluster metadata log.
 
-The first node is the one voter and the leader (the controller); the other nodes are observers. The high
-watermark and every replica's log end offset are the cluster's count of metadata changes (leader moves,
-reassignments, feature updates). Only ``__cluster_metadata`` partition 0 exists (else
-UNKNOWN_TOPIC_OR_PARTITION); v2 adds the controller's endpoint.
+The voters and the leader are the cluster's quorum (controls/quorum.py: at first the lowest node alone;
+Add/Remove/UpdateRaftVoter change it); the other nodes are observers. The high watermark and every replica's
+log end offset are the cluster's count of metadata changes (leader moves, reassignments, feature and voter
+changes). Only ``__cluster_metadata`` partition 0 exists (else UNKNOWN_TOPIC_OR_PARTITION); v2 adds the
+voters' directory ids and endpoints.
 """
 from __future__ import annotations
 
-import uuid
-
 from kafkalab.protocol import ApiKey, ErrorCode
 
+from ..controls.quorum import NO_DIRECTORY
 from .base import Handler
 
 METADATA_TOPIC = "__cluster_metadata"
-NO_DIRECTORY = uuid.UUID(int=0)
 
 
 def handle(ctx, body: dict) -> dict:
     topics = [{"topic_name": t.get("topic_name"), "partitions": [_partition(ctx, t.get("topic_name"), p)
                                                                   for p in t.get("partitions", ())]}
               for t in body.get("topics", ())]
-    cluster = ctx.state.cluster
-    host, port = next((h, p) for node, h, p in ctx.state.brokers(ctx.local_host, ctx.local_port)
-                      if node == cluster.controller)
-    nodes = [{"node_id": cluster.controller, "listeners": [{"name": "PLAINTEXT", "host": host, "port": port}]}]
-    return {"error_code": ErrorCode.NONE, "error_message": None, "topics": topics, "nodes": nodes}
+    return {"error_code": ErrorCode.NONE, "error_message": None, "topics": topics, "nodes": voter_nodes(ctx)}
+
+
+def voter_nodes(ctx) -> list[dict]:
+    """Each voter's listeners: the ones it registered with Add/UpdateRaftVoter, else its node's own."""
+    own = {node: (host, port) for node, host, port in ctx.state.brokers(ctx.local_host, ctx.local_port)}
+    nodes = []
+    for node, voter in sorted(ctx.state.cluster.quorum.voters.items()):
+        host, port = own.get(node, ("", 0))
+        listeners = voter.listeners or [{"name": "PLAINTEXT", "host": host, "port": port}]
+        nodes.append({"node_id": node, "listeners": listeners})
+    return nodes
 
 
 def _partition(ctx, topic: str, item: dict) -> dict:
     index = item.get("partition_index")
     cluster = ctx.state.cluster
+    quorum = cluster.quorum
     if topic != METADATA_TOPIC or index != 0:
         return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 "error_message": "Only __cluster_metadata partition 0 has a quorum.", "leader_id": -1,
                 "leader_epoch": -1, "high_watermark": -1, "current_voters": [], "observers": []}
     offset = cluster.metadata_offset
-    replica = lambda node: {"replica_id": node, "replica_directory_id": NO_DIRECTORY, "log_end_offset": offset,
-                            "last_fetch_timestamp": ctx.now_ms, "last_caught_up_timestamp": ctx.now_ms}  # noqa: E731
+
+    def replica(node: int) -> dict:
+        voter = quorum.voters.get(node)
+        return {"replica_id": node, "replica_directory_id": voter.directory_id if voter else NO_DIRECTORY,
+                "log_end_offset": offset, "last_fetch_timestamp": ctx.now_ms, "last_caught_up_timestamp": ctx.now_ms}
     return {"partition_index": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "leader_id": cluster.controller, "leader_epoch": 1, "high_watermark": offset,
-            "current_voters": [replica(cluster.controller)],
-            "observers": [replica(n) for n in cluster.node_ids if n != cluster.controller]}
+            "leader_id": quorum.leader, "leader_epoch": quorum.epoch, "high_watermark": offset,
+            "current_voters": [replica(n) for n in sorted(quorum.voters)],
+            "observers": [replica(n) for n in cluster.node_ids if n not in quorum.voters]}
 
 
 HANDLER = Handler(ApiKey.DESCRIBE_QUORUM, 0, 2, handle)

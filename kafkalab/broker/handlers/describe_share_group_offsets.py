@@ -19,6 +19,9 @@ def handle(ctx, body: dict) -> dict:
 def _group(ctx, item: dict) -> dict:
     group = ctx.state.share_groups.group(item.get("group_id"))
     store = ctx.state.store
+    if not ctx.allowed("DESCRIBE", "GROUP", item.get("group_id") or ""):
+        return {"group_id": item.get("group_id"), "topics": [], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                "error_message": None}
     wanted = item.get("topics")
     if wanted is None:
         names = sorted({t for t, _ in group.partitions}) if group else []
@@ -29,7 +32,9 @@ def _group(ctx, item: dict) -> dict:
         partitions = []
         for index in t.get("partitions", ()):
             state = group.partitions.get((t.get("topic_name"), index)) if group else None
-            if topic is None or not 0 <= index < len(topic.partitions):
+            if not ctx.allowed("DESCRIBE", "TOPIC", t.get("topic_name") or ""):
+                code, start, lag = ErrorCode.TOPIC_AUTHORIZATION_FAILED, UNKNOWN, UNKNOWN
+            elif topic is None or not 0 <= index < len(topic.partitions):
                 code, start, lag = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN, UNKNOWN
             elif state is None:
                 code, start, lag = ErrorCode.NONE, UNKNOWN, UNKNOWN

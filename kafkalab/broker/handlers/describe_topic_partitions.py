@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import uuid
 
+from kafkalab.protocol import ErrorCode
+
 from ..config import INTERNAL_TOPICS, topic_name_problem
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST = 0, 3, 17, 42
+TOPIC_AUTHORIZATION_FAILED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 PARTITION_LIMIT = 2000
 ZERO_UUID = uuid.UUID(int=0)
 # AclOperation codes allowed on a topic without an authorizer: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
@@ -38,6 +41,10 @@ def handle(ctx, body: dict) -> dict:
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         topic = store.topic(name)
+        if not ctx.allowed("DESCRIBE", "TOPIC", name):
+            if requested:                  # asked by name: say so; listing all: leave it out, as Kafka does
+                topics.append(_error(name, TOPIC_AUTHORIZATION_FAILED))
+            continue
         if topic is None:
             topics.append(_error(name, INVALID_TOPIC_EXCEPTION if topic_name_problem(name) else UNKNOWN_TOPIC_OR_PARTITION))
             continue

@@ -21,6 +21,12 @@ def handle(ctx, body: dict) -> dict:
         wanted = [{"topic": name, "partitions": list(range(len(t.partitions)))}
                   for name, t in state.store.topics.items()]
     preferred = body.get("election_type", PREFERRED) == PREFERRED
+    if not ctx.allowed("ALTER", "CLUSTER"):      # v0 has no top-level error: every partition says so too
+        denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return {"throttle_time_ms": 0, "error_code": denied, "replica_election_results": [
+            {"topic": item.get("topic"), "partition_result": [
+                _result(p, denied, "Cluster authorization failed.") for p in item.get("partitions") or ()]}
+            for item in wanted]}
     results = []
     for item in wanted:
         topic = state.store.topic(item.get("topic"))

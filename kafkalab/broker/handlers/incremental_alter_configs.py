@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..configs import BROKER_CONFIGS, LIST, TOPIC_CONFIGS
+from ..configs import LIST
 from .base import Handler
-from .config_resources import INVALID_CONFIG, INVALID_REQUEST, Problem, alter_resources, dynamic_configs
+from .config_resources import INVALID_CONFIG, INVALID_REQUEST, Problem, alter_resources, catalogue, dynamic_configs
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -45,7 +45,7 @@ def _operate(ctx, resource, configs: dict[str, str], c: dict) -> None:
     if op == SET:
         configs[name] = value
         return
-    definition = (TOPIC_CONFIGS if resource.kind == "topic" else BROKER_CONFIGS).get(name)
+    definition = catalogue(resource).get(name)
     if definition is None or definition.type != LIST:
         raise Problem(INVALID_CONFIG, f"Config value append/subtract is not allowed for config key: {name}")
     current = configs.get(name)
@@ -65,6 +65,8 @@ def _inherited(ctx, resource, name: str) -> str | None:
     layers = ctx.state.configs
     if resource.kind == "topic":
         return layers.topic_entry(name, {}).value
+    if resource.kind == "client-metrics":
+        return None
     return layers.broker_entry(name).value
 
 

@@ -27,7 +27,8 @@ def handle(ctx, body: dict) -> dict:
     found = [meta for meta in ctx.state.transactions.txns.values()
              if (not states or meta.state.label in states) and (not pids or meta.producer_id in pids)
              and (duration < 0 or (meta.start_ms >= 0 and ctx.now_ms - meta.start_ms > duration))
-             and (pattern is None or pattern.fullmatch(meta.transactional_id))]
+             and (pattern is None or pattern.fullmatch(meta.transactional_id))
+             and ctx.allowed("DESCRIBE", "TRANSACTIONAL_ID", meta.transactional_id)]   # Kafka lists only these
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
             "unknown_state_filters": [s for s in states if s not in LABELS],
             "transaction_states": [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,

@@ -14,12 +14,16 @@ def handle(ctx, body: dict) -> dict:
     store = ctx.state.store
     if not ctx.allowed("DELETE", "GROUP", body["group_id"]):
         return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0, "topics": []}
-    asked, known = [], []
+    asked, known, denied = [], [], {}
     for t in body.get("topics") or ():
         indexes = [p["partition_index"] for p in t.get("partitions") or ()]
         asked.append((t["name"], indexes))
-        known.append((t["name"], [i for i in indexes if store.partition(t["name"], i) is not None]))
+        if ctx.allowed("READ", "TOPIC", t["name"]):
+            known.append((t["name"], [i for i in indexes if store.partition(t["name"], i) is not None]))
+        else:
+            denied.update(((t["name"], i), ErrorCode.TOPIC_AUTHORIZATION_FAILED) for i in indexes)
     error, results = ctx.state.groups.delete_offsets(ctx.now_ms, body["group_id"], known)
+    results = {**results, **denied}
     topics = [] if error else [
         {"name": name, "partitions": [{"partition_index": i,
                                        "error_code": results.get((name, i), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}

@@ -32,15 +32,17 @@ def _group(ctx, group: str, topics) -> dict:
     if topics is None:
         names: dict[str, list[int]] = {}
         for (topic, index) in sorted(store.committed.get(group, {})):
-            names.setdefault(topic, []).append(index)
+            if ctx.allowed("DESCRIBE", "TOPIC", topic):          # all topics: Kafka leaves out hidden ones
+                names.setdefault(topic, []).append(index)
         topics = [{"name": n, "topic_id": store.topics[n].topic_id if n in store.topics else None,
                    "partition_indexes": idx} for n, idx in names.items()]
     out = []
     for t in topics:
         topic = store.by_id.get(t.get("topic_id")) if ctx.api_version >= 10 else store.topic(t.get("name"))
         name = topic.name if topic is not None else t.get("name", "")
-        out.append({"name": name, "topic_id": t.get("topic_id"),
-                    "partitions": [_partition(store, group, name, i) for i in t.get("partition_indexes", ())]})
+        allowed = ctx.allowed("DESCRIBE", "TOPIC", name)
+        out.append({"name": name, "topic_id": t.get("topic_id"), "partitions": [
+            _partition(store, group, name, i) if allowed else _denied(i) for i in t.get("partition_indexes", ())]})
     return {"group_id": group, "topics": out, "error_code": ErrorCode.NONE}
 
 
@@ -50,6 +52,11 @@ def _mark_unstable(ctx, answer: dict) -> None:
         for p in t["partitions"]:
             if (t["name"], p["partition_index"]) in pending:
                 p["error_code"] = ErrorCode.UNSTABLE_OFFSET_COMMIT
+
+
+def _denied(index: int) -> dict:
+    return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+            "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
 
 
 def _partition(store, group: str, topic: str, index: int) -> dict:

@@ -8,9 +8,12 @@ UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH. v0 has no epoch in the answe
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ErrorCode
+
 from .base import Handler
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH = 0, 3, 74, 75
+TOPIC_AUTHORIZATION_FAILED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 LEADER_EPOCH = 0
 
 
@@ -19,7 +22,11 @@ def handle(ctx, body: dict) -> dict:
     topics = []
     for t in body.get("topics", ()):
         topic = store.topic(t["topic"])
-        topics.append({"topic": t["topic"], "partitions": [_answer(topic, p) for p in t.get("partitions", ())]})
+        if ctx.allowed("DESCRIBE", "TOPIC", t["topic"]):
+            partitions = [_answer(topic, p) for p in t.get("partitions", ())]
+        else:
+            partitions = [_result(p["partition"], TOPIC_AUTHORIZATION_FAILED) for p in t.get("partitions", ())]
+        topics.append({"topic": t["topic"], "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 

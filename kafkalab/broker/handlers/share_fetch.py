@@ -60,6 +60,9 @@ def acknowledge(ctx, group, member: str, topics) -> dict[tuple, int]:
             if not batches:
                 continue
             key = (t.get("topic_id"), p["partition_index"])
+            if topic is not None and not ctx.allowed("READ", "TOPIC", topic.name):
+                codes[key] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             state = group.partitions.get((topic.name, key[1])) if topic is not None else None
             code = ErrorCode.NONE if state is not None else ErrorCode.INVALID_RECORD_STATE
             for b in batches:
@@ -74,6 +77,9 @@ def _acquire(ctx, group, member, key, result: dict, max_records: int, now_ms: in
     topic = ctx.state.store.by_id.get(key[0])
     if topic is None or not 0 <= key[1] < len(topic.partitions):
         result["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return False
+    if not ctx.allowed("READ", "TOPIC", topic.name):
+        result["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         return False
     log = topic.partitions[key[1]].log
     state = group.partition(topic.name, key[1], log.log_start_offset)

@@ -17,8 +17,10 @@ def handle(ctx, body: dict) -> dict:
 
 def _describe(ctx, group_id: str) -> dict:
     group = ctx.state.share_groups.group(group_id)
-    if group is None:
-        return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
+    denied = not ctx.allowed("DESCRIBE", "GROUP", group_id)
+    if group is None or denied:
+        return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED if denied else ErrorCode.GROUP_ID_NOT_FOUND,
+                "error_message": f"Group {group_id} not found." if not denied else None,
                 "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
                 "assignor_name": "", "members": [], "authorized_operations": OMITTED}
     store = ctx.state.store

@@ -22,6 +22,8 @@ def handle(ctx, body: dict) -> dict:
     shares, store = ctx.state.share_groups, ctx.state.store
     group_id, member_id, epoch = body.get("group_id"), body.get("member_id") or "", body.get("member_epoch", 0)
     topics = body.get("subscribed_topic_names")
+    if any(not ctx.allowed("DESCRIBE", "TOPIC", name) for name in topics or ()):
+        return {**_answer(member_id, epoch, None), "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     if epoch == LEAVE:
         group = shares.group(group_id)
         if group is not None:

@@ -23,8 +23,17 @@ def handle(ctx, body: dict) -> dict:
     coordinator = ctx.state.transactions
     topics = body.get("topics", ())
     meta, error = ctx.transaction(body["transactional_id"], body["producer_id"], body["producer_epoch"])
+    if not error and not ctx.allowed("READ", "GROUP", body["group_id"]):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     if not error:
         error = member_problem(ctx, body)
+    denied = {t["name"] for t in topics if not ctx.allowed("READ", "TOPIC", t["name"])}
+    if denied and not error:
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t["name"], "partitions": [
+                {"partition_index": p["partition_index"], "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                 if t["name"] in denied else ErrorCode.OPERATION_NOT_ATTEMPTED} for p in t.get("partitions", ())]}
+            for t in topics]}
     if not error:
         offsets = {(t["name"], p["partition_index"]): Committed(p["committed_offset"],
                                                                 p.get("committed_leader_epoch", -1),

@@ -16,6 +16,12 @@ from .base import Handler
 
 
 def handle(ctx, body: dict) -> dict:
+    if not ctx.allowed("CLUSTER_ACTION", "CLUSTER"):
+        denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED         # only brokers write markers
+        return {"markers": [{"producer_id": m["producer_id"], "topics": [
+            {"name": t["name"], "partitions": [{"partition_index": i, "error_code": denied}
+                                               for i in t.get("partition_indexes", ())]} for t in m.get("topics", ())]}
+            for m in body.get("markers", ())]}
     answers = [_marker(ctx, m) for m in body.get("markers", ())]
     ctx.state.appended()
     return {"markers": answers}

@@ -12,9 +12,10 @@ from .scram import (HASHES, MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, cre
 
 
 class ScramUsers:
-    def __init__(self) -> None:
+    def __init__(self, tokens=None) -> None:
         self._users: dict[str, dict[str, ScramCredential]] = {}
         self.listener = None
+        self.tokens = tokens        # security.tokens.DelegationTokens: SCRAM with tokenauth=true authenticates these
 
     def set_password(self, user: str, password: str, mechanisms=tuple(HASHES), iterations: int = MIN_ITERATIONS) -> None:
         """Derive credentials for ``password``; one the user already holds for it is kept (so a ``--user``

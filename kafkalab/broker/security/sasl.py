@@ -56,6 +56,7 @@ class SaslSession:
         self.users, self.required, self.enabled, self.host = users, required, tuple(mechanisms), host
         self.clock = clock             # wall-clock seconds (OAUTHBEARER's token expiry); None: not checked
         self.principal: str | None = None if required else ANONYMOUS
+        self.token_authenticated = False   # authenticated with a delegation token (which cannot ask for tokens)
         self.mechanism: str | None = None
         self.unframed = False          # KIP-43: after SaslHandshake v0, tokens travel without a request header
         self.failure: str | None = None
@@ -79,9 +80,21 @@ class SaslSession:
         self.mechanism = mechanism
         self._exchange = (PlainExchange(self.users) if mechanism == "PLAIN" else
                           OAuthBearerExchange(self.clock) if mechanism == "OAUTHBEARER" else
-                          ScramServer(mechanism, self.users.lookup))
+                          ScramServer(mechanism, self.users.lookup, token_lookup=self._token_credential))
         self.unframed = api_version == 0
         return ErrorCode.NONE
+
+    @property
+    def over_sasl(self) -> bool:
+        """Authenticated by a SASL exchange (Kafka issues delegation tokens only to these, not to PLAINTEXT/SSL)."""
+        return self.mechanism is not None and self.authenticated
+
+    def _token_credential(self, token_id: str, mechanism: str):
+        tokens = getattr(self.users, "tokens", None)
+        if tokens is None:
+            return None
+        now_ms = int(self.clock() * 1000) if self.clock is not None else 0
+        return tokens.scram_credential(token_id, mechanism, now_ms)
 
     def authenticate(self, token: bytes) -> bytes:
         """The server's token for this client token; raises :class:`SaslFailure` (and records ``failure``)."""
@@ -95,6 +108,8 @@ class SaslSession:
             self.failure = f"{self.mechanism} authentication failed: {exc}"
             raise SaslFailure(str(exc)) from None
         if self._exchange.username is not None:
-            self.principal = f"User:{self._exchange.username}"
+            owner = getattr(self._exchange, "token_owner", None)
+            self.principal = owner or f"User:{self._exchange.username}"
+            self.token_authenticated = owner is not None
             self.unframed = False
         return reply

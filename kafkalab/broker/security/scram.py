@@ -63,11 +63,13 @@ def password_matches(credential: ScramCredential, password: str) -> bool:
     return hmac.compare_digest(other.stored_key, credential.stored_key)
 
 
-def _attributes(text: str) -> dict[str, str]:
+def _attributes(text: str, extensions: bool = False) -> dict[str, str]:
+    """``k=v,...``; with ``extensions`` (client-first), longer alphanumeric keys are SCRAM extensions (RFC 5802
+    7, Kafka's ``tokenauth=true``)."""
     out = {}
     for part in text.split(","):
         key, eq, value = part.partition("=")
-        if not eq or len(key) != 1 or key in out:
+        if not eq or not key or key in out or (len(key) != 1 and not (extensions and key.isalnum())):
             raise ScramError(f"Invalid SCRAM message attribute {part[:40]!r}")
         out[key] = value
     return out
@@ -88,12 +90,18 @@ def _nonce_matches(echoed: str, nonce: str) -> bool:
 
 class ScramServer:
     """One exchange: ``step(client_first)`` returns server-first, ``step(client_final)`` returns server-final and
-    sets ``username``. Any failure raises :class:`ScramError` and the exchange is over."""
+    sets ``username``. Any failure raises :class:`ScramError` and the exchange is over.
+
+    With the ``tokenauth=true`` extension the user name is a delegation token id: ``token_lookup(id, mechanism)``
+    gives (its credential, its owner's principal) and ``token_owner`` is set once the proof checks."""
 
     def __init__(self, mechanism: str, lookup: Callable[[str, str], ScramCredential | None],
-                 nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24)) -> None:
-        self.mechanism, self.lookup, self.make_nonce = mechanism, lookup, nonce
+                 nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+                 token_lookup: Callable[[str, str], tuple[ScramCredential, str] | None] | None = None) -> None:
+        self.mechanism, self.lookup, self.make_nonce, self.token_lookup = mechanism, lookup, nonce, token_lookup
         self.username: str | None = None
+        self.token_owner: str | None = None
+        self._owner: str | None = None
         self._round = 0
         self._credential: ScramCredential | None = None
         self._nonce = self._gs2 = self._first_bare = self._server_first = ""
@@ -116,13 +124,17 @@ class ScramServer:
         if cb != "n" or not sep:
             raise ScramError("Channel binding is not supported" if cb in ("p", "y") or cb.startswith("p=")
                              else "Invalid SCRAM client-first message")
-        attrs = _attributes(bare)
+        attrs = _attributes(bare, extensions=True)
         if "n" not in attrs or "r" not in attrs or not attrs["r"] or "m" in attrs:
             raise ScramError("Invalid SCRAM client-first message")
         user = _saslname(attrs["n"])
         if authzid and authzid != f"a={attrs['n']}":
             raise ScramError("Authorization id must be empty or the username")
-        self._credential = self.lookup(user, self.mechanism)
+        if attrs.get("tokenauth", "").lower() == "true":
+            found = self.token_lookup(user, self.mechanism) if self.token_lookup is not None else None
+            self._credential, self._owner = found if found is not None else (None, None)
+        else:
+            self._credential = self.lookup(user, self.mechanism)
         if self._credential is None:
             raise ScramError("Authentication failed during authentication due to invalid credentials with "
                              f"SASL mechanism {self.mechanism}")
@@ -155,5 +167,5 @@ class ScramServer:
         if not hmac.compare_digest(hashlib.new(name, client_key).digest(), cred.stored_key):
             raise ScramError("Authentication failed during authentication due to invalid credentials with "
                              f"SASL mechanism {self.mechanism}")
-        self.username = self._pending_user
+        self.username, self.token_owner = self._pending_user, self._owner
         return "v=" + base64.b64encode(_hmac(name, cred.server_key, auth_message)).decode()
