@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 
+from .config import DEFAULT_MAX_REQUEST_SIZE
 from .scram_cli import add_parser as add_scram_users_parser
 from .scram_cli import parse_user
 
@@ -44,7 +45,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
                         tls_key=args.tls_key, users=dict(args.user or []),
                         super_users=tuple(args.super_user or ()),
                         allow_everyone_if_no_acl_found=not args.deny_if_no_acl,
-                        max_connections=args.max_connections)
+                        max_connections=args.max_connections, max_request_size=args.max_request_size,
+                        connections_max_idle_ms=args.connections_max_idle_ms,
+                        request_receive_timeout_ms=args.request_receive_timeout_ms)
     except ValueError as exc:
         print(f"kafkalab: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -107,6 +110,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="refuse resources no ACL names (allow.everyone.if.no.acl.found=false)")
     parser.add_argument("--max-connections", type=int, default=4096, metavar="N",
                         help="close connections beyond N (default 4096)")
+    parser.add_argument("--max-request-size", type=int, default=DEFAULT_MAX_REQUEST_SIZE, metavar="BYTES",
+                        help="close a connection whose request announces more (socket.request.max.bytes; "
+                             "default 100 MiB)")
+    parser.add_argument("--connections-max-idle-ms", type=int, default=600_000, metavar="MS",
+                        help="close connections silent this long (default 600000)")
+    parser.add_argument("--request-receive-timeout-ms", type=int, default=30_000, metavar="MS",
+                        help="close a connection whose request does not arrive whole within MS (slowloris; "
+                             "default 30000)")
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--nodes", type=int, default=1,
                         help="run a cluster of N nodes in one process (default 1); every node has every listener, "

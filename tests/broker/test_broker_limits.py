@@ -1,11 +1,16 @@
 """Hygiene: the broker listens on 127.0.0.1 unless told otherwise, caps connections, checks topic names as Kafka
-does (the "."/"_" collision included, seen by a real admin client), and writes files only under its data
-directory. (The largest request, idle connections and slowloris deadlines are tested in test_hostile_*.)"""
+does (the "."/"_" collision included, seen by a real admin client), takes a request of exactly
+``max_request_size`` bytes and not one byte more, and writes files only under its data directory; the CLI sets
+every limit. (Idle connections and slowloris deadlines are tested in test_hostile_connections.py.)"""
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import signal
+import struct
+import subprocess
+import sys
 import time
 
 import pytest
@@ -43,6 +48,52 @@ def test_max_connections():
         finally:
             first.close()
             third.close()
+
+
+
+def test_largest_request_is_max_request_size():
+    """socket.request.max.bytes: the size prefix may say exactly the limit; one byte more closes the connection,
+    and only that one, before its bytes are read."""
+    limit = 20_000
+
+    def api_versions_v0(size: int) -> bytes:           # header v1: key, version, correlation id, client id
+        client_id = b"c" * (size - 10)
+        return struct.pack(">ihhih", size, 18, 0, 1, len(client_id)) + client_id
+    with Broker(max_request_size=limit) as broker:
+        at_limit, over, bystander = (RawClient(broker.bootstrap_servers) for _ in range(3))
+        try:
+            at_limit.send(None, 0, raw=api_versions_v0(limit))
+            assert struct.unpack(">iih", at_limit.read_frame()[:10])[1:] == (1, 0)   # correlation id 1, no error
+            over.send(None, 0, raw=api_versions_v0(limit + 1)[:4])                  # the announcement alone
+            assert over.is_closed()
+            assert bystander.call("ApiVersions", 3, {})["error_code"] == ErrorCode.NONE
+        finally:
+            for client in (at_limit, over, bystander):
+                client.close()
+
+
+
+def test_cli_sets_every_limit():
+    """``kafkalab broker`` with each limit's flag: a running broker that applies them."""
+    proc = subprocess.Popen([sys.executable, "-m", "kafkalab", "broker", "--port", "0", "--max-connections", "3",
+                             "--max-request-size", "20000", "--connections-max-idle-ms", "1000",
+                             "--request-receive-timeout-ms", "1000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        bootstrap = proc.stdout.readline().split(" on ")[1].split()[0]
+        oversized, idle = RawClient(bootstrap), RawClient(bootstrap)
+        oversized.send(None, 0, raw=struct.pack(">i", 20_001))
+        started = time.monotonic()
+        assert oversized.is_closed() and idle.is_closed(wait=8)
+        assert 0.5 < time.monotonic() - started < 8        # the idle one went after about a second
+        crowd = [RawClient(bootstrap) for _ in range(4)]
+        assert crowd[-1].is_closed(wait=0.5)                # the fourth connection is one too many, at once
+        assert crowd[0].call("ApiVersions", 3, {})["error_code"] == ErrorCode.NONE
+        for client in (oversized, idle, *crowd):
+            client.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0
 
 
 @pytest.mark.parametrize("name, problem", [

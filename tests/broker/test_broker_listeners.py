@@ -65,6 +65,7 @@ def test_every_node_has_every_listener(cluster):
     assert all(set(nodes) == {1, 2, 3} for nodes in listeners.values())
     ports = [port for nodes in listeners.values() for _, port in nodes.values()]
     assert len(set(ports)) == 9
+    assert {host for nodes in listeners.values() for host, _ in nodes.values()} == {"127.0.0.1"}   # loopback only
     assert _ports(cluster.listener("SASL_PLAINTEXT")) == {port for _, port in listeners["SASL_PLAINTEXT"].values()}
 
 
