@@ -84,17 +84,27 @@ def test_confluent_kafka_ssl_on_a_three_node_cluster(cluster):
     assert _ports(cluster.listener("SSL")) <= _frames_on(cluster, "Fetch")
 
 
-def test_metadata_describe_cluster_and_find_coordinator_follow_the_listener(cluster):
+def test_metadata_describe_cluster_find_coordinator_and_quorum_follow_the_listener(cluster):
+    """Asked on node 2's SASL_PLAINTEXT port (after a PLAIN login), every answer names SASL_PLAINTEXT ports."""
     from broker_helpers import RawClient
-    expected = {node: port for node, (_, port) in cluster.state.cluster.listeners["PLAINTEXT"].items()}
-    client = RawClient(cluster.listener("PLAINTEXT").split(",")[1])
-    metadata = client.call(ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
-    assert {b["node_id"]: b["port"] for b in metadata["brokers"]} == expected
-    described = client.call(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False})
-    assert {b["broker_id"]: b["port"] for b in described["brokers"]} == expected
-    found = client.call(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
-    assert (found["node_id"], found["port"]) == (1, expected[1])
-    client.close()
+    expected = {node: port for node, (_, port) in cluster.state.cluster.listeners["SASL_PLAINTEXT"].items()}
+    client = RawClient(cluster.listener("SASL_PLAINTEXT").split(",")[1])
+    try:
+        client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        login = client.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": f"\0{USER}\0{SECRET}".encode()})
+        assert login["error_code"] == 0
+        metadata = client.call(ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})
+        assert {b["node_id"]: b["port"] for b in metadata["brokers"]} == expected
+        described = client.call(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False})
+        assert {b["broker_id"]: b["port"] for b in described["brokers"]} == expected
+        found = client.call(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0})
+        assert (found["node_id"], found["port"]) == (1, expected[1])
+        quorum = client.call(ApiKey.DESCRIBE_QUORUM, 2, {"topics": [{"topic_name": "__cluster_metadata",
+                                                                     "partitions": [{"partition_index": 0}]}]})
+        assert quorum["nodes"][0]["listeners"] == [{"name": "SASL_PLAINTEXT", "host": "127.0.0.1",
+                                                    "port": expected[1]}]
+    finally:
+        client.close()
 
 
 def test_a_sasl_client_is_told_the_sasl_ports(cluster):

@@ -24,7 +24,8 @@ def handle(ctx, body: dict) -> dict:
     cluster = ctx.state.cluster
     host, port = next((h, p) for node, h, p in ctx.state.brokers(ctx.local_host, ctx.local_port)
                       if node == cluster.controller)
-    nodes = [{"node_id": cluster.controller, "listeners": [{"name": "PLAINTEXT", "host": host, "port": port}]}]
+    name = cluster.listener_at(ctx.local_port) or "PLAINTEXT"        # the listener the request came in on
+    nodes = [{"node_id": cluster.controller, "listeners": [{"name": name, "host": host, "port": port}]}]
     return {"error_code": ErrorCode.NONE, "error_message": None, "topics": topics, "nodes": nodes}
 
 
