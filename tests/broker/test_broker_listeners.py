@@ -1,7 +1,8 @@
 """Every node of a ``Broker(nodes=3)`` has every listener, and metadata answers on the listener a request came
 in on: confluent-kafka bootstrapped on one node's SASL_PLAINTEXT (or SSL) port produces to partitions led by
-each node and reads them back in a group, never touching another listener; the port scheme (consecutive from
-each base) and its clash check; the CLI's help and refusal."""
+each node and reads them back in a group, reaching every node on that listener and no other; Metadata,
+DescribeCluster, FindCoordinator and DescribeQuorum asked on a SASL port name SASL ports; the port scheme
+(consecutive from each base) and its clash check; the CLI's help and refusal."""
 from __future__ import annotations
 
 import socket
@@ -32,7 +33,7 @@ def _round_trip(broker, protocol: str, auth: dict, group: str) -> list[bytes]:
     all in a group (FindCoordinator names node 1, on the same listener)."""
     from confluent_kafka import Consumer, Producer
     bootstrap = broker.listener(protocol).split(",")[-1]
-    config = {"bootstrap.servers": bootstrap, "security.protocol": protocol, **auth}
+    config = {"bootstrap.servers": bootstrap, "security.protocol": protocol, "client.id": group, **auth}
     delivered = []
     producer = Producer({**config, "message.timeout.ms": 20000})
     for p in range(PARTITIONS):
@@ -50,6 +51,9 @@ def _round_trip(broker, protocol: str, auth: dict, group: str) -> list[bytes]:
         if len(got) == PARTITIONS:
             break
     consumer.close()
+    reached = {int(f.dst.rsplit(":", 1)[1]) for f in broker.journal
+               if f.client_id == group and f.kind == "request"}
+    assert reached == _ports(broker.listener(protocol))     # every node, on this listener only
     return sorted(got)
 
 
