@@ -20,6 +20,8 @@ from kafkalab.broker import Broker
 from kafkalab.broker.cli import add_parser
 from kafkalab.protocol import ErrorCode
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def test_loopback_unless_told_otherwise():
     with Broker() as broker:
@@ -78,7 +80,8 @@ def test_cli_sets_every_limit():
     proc = subprocess.Popen([sys.executable, "-m", "kafkalab", "broker", "--port", "0", "--max-connections", "3",
                              "--max-request-size", "20000", "--connections-max-idle-ms", "1000",
                              "--request-receive-timeout-ms", "1000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": ROOT})
     try:
         bootstrap = proc.stdout.readline().split(" on ")[1].split()[0]
         oversized, idle = RawClient(bootstrap), RawClient(bootstrap)
@@ -150,3 +153,30 @@ def test_no_file_outside_the_data_dir(tmp_path, monkeypatch):
     assert list(workdir.iterdir()) == []
     assert any(p.name == "broker-cert.pem" for p in data_dir.rglob("*"))
     assert all(os.path.realpath(p).startswith(os.path.realpath(data_dir)) for p in data_dir.rglob("*"))
+
+
+def test_cli_writes_only_under_its_data_dir(tmp_path):
+    """``kafkalab broker --data-dir`` with a cluster and TLS: after records and a clean stop, the working directory
+    and the temporary directory are untouched; without a data directory, the TLS files go away at stop."""
+    from confluent_kafka import Producer
+    workdir, data_dir, tmp = tmp_path / "cwd", tmp_path / "data", tmp_path / "tmp"
+    workdir.mkdir()
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": ROOT}
+    for with_data_dir in (True, False):
+        args = ["--data-dir", str(data_dir)] if with_data_dir else []
+        proc = subprocess.Popen([sys.executable, "-m", "kafkalab", "broker", "--port", "0", "--nodes", "3",
+                                 "--ssl-port", "0", "--topic", "orders:3", *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=workdir, env=env)
+        try:
+            bootstrap = proc.stdout.readline().split(" on ")[1].split()[0]
+            producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 15000})
+            for p in range(3):
+                producer.produce("orders", b"v", partition=p)
+            assert producer.flush(20) == 0
+        finally:
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(15) == 0
+        assert list(workdir.iterdir()) == [] and list(tmp.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "data", "tmp"]
+    assert any(p.name == "broker-cert.pem" for p in data_dir.rglob("*"))

@@ -5,6 +5,7 @@ DescribeCluster, FindCoordinator and DescribeQuorum asked on a SASL port name SA
 (consecutive from each base) and its clash check; the CLI's help and refusal."""
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from kafkalab.protocol import ApiKey
 
 USER, SECRET = "alice", "alice-secret"
 PARTITIONS = 6
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")
@@ -162,9 +164,10 @@ def test_overlapping_listener_ports_are_refused():
 
 
 def test_cli_documents_the_scheme_and_refuses_a_clash():
-    help_text = subprocess.run([sys.executable, "-m", "kafkalab", "broker", "--help"], capture_output=True,
-                               text=True, timeout=60).stdout
+    run = {"capture_output": True, "text": True, "timeout": 60, "cwd": ROOT,
+           "env": {**os.environ, "PYTHONPATH": ROOT}}
+    help_text = subprocess.run([sys.executable, "-m", "kafkalab", "broker", "--help"], **run).stdout
     assert "every node has every listener" in " ".join(help_text.split())
     done = subprocess.run([sys.executable, "-m", "kafkalab", "broker", "--nodes", "3", "--port", "0",
-                           "--sasl-port", "9093", "--ssl-port", "9094"], capture_output=True, text=True, timeout=60)
+                           "--sasl-port", "9093", "--ssl-port", "9094"], **run)
     assert done.returncode == 2 and "port 9094 is asked for by both" in done.stderr, done.stderr
