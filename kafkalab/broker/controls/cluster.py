@@ -2,9 +2,10 @@
 
 ``Broker(nodes=3)`` gives node ids ``node_id .. node_id+2``, each with every configured listener (PLAINTEXT and
 the SASL_PLAINTEXT, SSL, SASL_SSL ones asked for): :attr:`Cluster.listeners` maps a listener name to each
-node's address on it, so metadata can answer with the listener a request came in on, as Kafka does. Every partition has a replica
-list (at first all nodes, rotated so partitions spread: the first replica, the preferred leader, of partition
-p is node ``(p + the topic's spread offset) % n``) and a leader, moved on demand with :meth:`Cluster.move`,
+node's address on it, so metadata can answer with the listener a request came in on, as Kafka does.
+
+Every partition has a replica list (at first all nodes, rotated so partitions spread: the first replica, the
+preferred leader, of partition p is node ``(p + the topic's spread offset) % n``) and a leader, moved on demand with :meth:`Cluster.move`,
 which bumps the partition's leader epoch as Kafka does, so clients that check epochs (KIP-320) accept the new
 leader. :meth:`elect_preferred` and :meth:`reassign` are what ElectLeaders and AlterPartitionReassignments
 do. Storage is shared (the nodes are views of one log), so a reassignment completes at once and a leader
