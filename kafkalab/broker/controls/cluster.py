@@ -5,12 +5,12 @@ the SASL_PLAINTEXT, SSL, SASL_SSL ones asked for): :attr:`Cluster.listeners` map
 node's address on it, so metadata can answer with the listener a request came in on, as Kafka does.
 
 Every partition has a replica list (at first all nodes, rotated so partitions spread: the first replica, the
-preferred leader, of partition p is node ``(p + the topic's spread offset) % n``) and a leader, moved on demand with :meth:`Cluster.move`,
-which bumps the partition's leader epoch as Kafka does, so clients that check epochs (KIP-320) accept the new
-leader. :meth:`elect_preferred` and :meth:`reassign` are what ElectLeaders and AlterPartitionReassignments
-do. Storage is shared (the nodes are views of one log), so a reassignment completes at once and a leader
-change loses nothing that was acknowledged. ``metadata_offset`` counts the changes, as the metadata log's
-high watermark would. Sans-IO.
+preferred leader, of partition p is node ``(p + the topic's spread offset) % n``) and a leader, moved on demand
+with :meth:`Cluster.move`, which bumps the partition's leader epoch as Kafka does, so clients that check epochs
+(KIP-320) accept the new leader. :meth:`elect_preferred` and :meth:`reassign` are what ElectLeaders and
+AlterPartitionReassignments do. Storage is shared (the nodes are views of one log), so a reassignment completes at
+once and a leader change loses nothing that was acknowledged. ``metadata_offset`` counts the changes, as the
+metadata log's high watermark would. Sans-IO.
 """
 from __future__ import annotations
 
