@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 
+from .config import DEFAULT_MAX_REQUEST_SIZE
 from .scram_cli import add_parser as add_scram_users_parser
 from .scram_cli import parse_user
 
@@ -36,12 +37,20 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    broker = Broker(host=args.host, port=args.port, data_dir=args.data_dir, node_id=args.node_id,
-                    topics=dict(args.topic or []), default_partitions=args.partitions, nodes=args.nodes,
-                    emulate=args.emulate, sasl_port=args.sasl_port,
-                    ssl_port=args.ssl_port, sasl_ssl_port=args.sasl_ssl_port, tls_cert=args.tls_cert,
-                    tls_key=args.tls_key, users=dict(args.user or []), super_users=tuple(args.super_user or ()),
-                    allow_everyone_if_no_acl_found=not args.deny_if_no_acl, max_connections=args.max_connections)
+    try:
+        broker = Broker(host=args.host, port=args.port, data_dir=args.data_dir, node_id=args.node_id,
+                        topics=dict(args.topic or []), default_partitions=args.partitions, nodes=args.nodes,
+                        emulate=args.emulate, sasl_port=args.sasl_port,
+                        ssl_port=args.ssl_port, sasl_ssl_port=args.sasl_ssl_port, tls_cert=args.tls_cert,
+                        tls_key=args.tls_key, users=dict(args.user or []),
+                        super_users=tuple(args.super_user or ()),
+                        allow_everyone_if_no_acl_found=not args.deny_if_no_acl,
+                        max_connections=args.max_connections, max_request_size=args.max_request_size,
+                        connections_max_idle_ms=args.connections_max_idle_ms,
+                        request_receive_timeout_ms=args.request_receive_timeout_ms)
+    except ValueError as exc:
+        print(f"kafkalab: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         broker.start()
     except OSError as exc:
@@ -101,9 +110,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="refuse resources no ACL names (allow.everyone.if.no.acl.found=false)")
     parser.add_argument("--max-connections", type=int, default=4096, metavar="N",
                         help="close connections beyond N (default 4096)")
+    parser.add_argument("--max-request-size", type=int, default=DEFAULT_MAX_REQUEST_SIZE, metavar="BYTES",
+                        help="close a connection whose request announces more (socket.request.max.bytes; "
+                             "default 100 MiB)")
+    parser.add_argument("--connections-max-idle-ms", type=int, default=600_000, metavar="MS",
+                        help="close connections silent this long (default 600000)")
+    parser.add_argument("--request-receive-timeout-ms", type=int, default=30_000, metavar="MS",
+                        help="close a connection whose request does not arrive whole within MS (slowloris; "
+                             "default 30000)")
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--nodes", type=int, default=1,
-                        help="run a cluster of N nodes in one process, on ports PORT..PORT+N-1 (default 1)")
+                        help="run a cluster of N nodes in one process (default 1); every node has every listener, "
+                             "on consecutive ports from the listener's base: PORT..PORT+N-1, "
+                             "SASL_PORT..SASL_PORT+N-1 and so on (space the bases N apart)")
     parser.add_argument("--emulate", metavar="RELEASE", type=_release,
                         help="advertise and enforce the API versions of a Kafka release, 0.10 to 4.3 (e.g. 2.8)")
     parser.add_argument("--write-pcap", metavar="FILE", help="on exit, write the frame journal as a pcap file")

@@ -69,9 +69,9 @@ class BrokerConfig:
     max_open_segment_files: int = 256          # segment files held open at once (least recently used closed)
     topic_defaults: dict[str, str] = field(default_factory=dict)
     initial_rebalance_delay_ms: int = 3_000    # group.initial.rebalance.delay.ms: a new group's first round waits
-    nodes: int = 1                             # cluster nodes in this process, one listener each
+    nodes: int = 1                             # cluster nodes in this process, each with every listener
     emulate: str | None = None                 # a Kafka release whose API ranges to serve ("2.8"), see personas
-    sasl_port: int | None = None               # a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) on this port
+    sasl_port: int | None = None               # a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) from this port
     sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")   # + "OAUTHBEARER" (unsecured)
     ssl_port: int | None = None                # an SSL listener (TLS, no SASL)
     sasl_ssl_port: int | None = None           # a SASL_SSL listener
@@ -86,3 +86,19 @@ class BrokerConfig:
         asked = {"PLAINTEXT": self.port, "SASL_PLAINTEXT": self.sasl_port, "SSL": self.ssl_port,
                  "SASL_SSL": self.sasl_ssl_port}
         return {protocol: port for protocol, port in asked.items() if port is not None}
+
+    def node_ports(self, protocol: str) -> list[int]:
+        """The port of each node on a listener: consecutive from the listener's base port (node i of the
+        cluster on base + i), or 0 for every node (free ports) when the base is 0."""
+        base = self.listener_ports()[protocol]
+        return [base + i if base else 0 for i in range(max(1, self.nodes))]
+
+    def __post_init__(self) -> None:
+        taken: dict[int, str] = {}
+        for protocol in self.listener_ports():
+            for port in self.node_ports(protocol):
+                if port and port in taken:
+                    raise ValueError(f"port {port} is asked for by both the {taken[port]} and the {protocol} "
+                                     f"listener: with nodes={self.nodes} each listener takes {self.nodes} "
+                                     f"consecutive ports from its base port, so space the bases {self.nodes} apart")
+                taken[port] = protocol

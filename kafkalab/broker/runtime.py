@@ -45,6 +45,17 @@ def parse_topics(topics) -> dict[str, int | None]:
 
 
 class Broker:
+    """A Kafka broker (or ``nodes`` of a cluster) served from a thread of this process.
+
+    Listeners: PLAINTEXT on ``port``, plus SASL_PLAINTEXT on ``sasl_port``, SSL on ``ssl_port`` and SASL_SSL on
+    ``sasl_ssl_port`` when given (0 picks free ports). Every node has every listener, on consecutive ports from
+    the listener's base: with ``nodes=3, port=9092, sasl_port=9192`` node 1 listens on 9092 and 9192, node 2 on
+    9093 and 9193, node 3 on 9094 and 9194 (bases closer than ``nodes`` apart are refused with a ValueError).
+    Metadata, DescribeCluster and FindCoordinator answer with the nodes' addresses on the listener the request
+    came in on, so a client bootstrapped on the SASL ports stays on them. ``bootstrap_servers`` and
+    ``listener(protocol)`` list every node's address on a listener.
+    """
+
     def __init__(self, host: str = "127.0.0.1", port: int = 0, data_dir: str | None = None, node_id: int = 1,
                  cluster_id: str = DEFAULT_CLUSTER_ID, journal_size: int = 10_000,
                  max_request_size: int = DEFAULT_MAX_REQUEST_SIZE, auto_create_topics: bool = True,
@@ -143,12 +154,12 @@ class Broker:
         return dict(self.state.cluster.endpoints) if self.address else {}
 
     def listener(self, protocol: str) -> str:
-        """The bootstrap address of the listener for a security protocol: PLAINTEXT, SASL_PLAINTEXT, SSL or
-        SASL_SSL (started with ``port``, ``sasl_port``, ``ssl_port``, ``sasl_ssl_port``; 0 picks a free port)."""
-        if self._server is None or protocol not in self._server.listeners:
+        """The bootstrap servers of the listener for a security protocol, PLAINTEXT, SASL_PLAINTEXT, SSL or
+        SASL_SSL: every node's host:port on it, comma-separated (see the class docstring for the ports)."""
+        nodes = self.state.cluster.listeners.get(protocol) if self._server is not None else None
+        if not nodes:
             raise RuntimeError(f"the broker has no {protocol} listener (see Broker's *_port arguments)")
-        host, port = self._server.listeners[protocol]
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return ",".join(_host_port(host, port) for host, port in nodes.values())
 
     @property
     def sasl_bootstrap_servers(self) -> str:

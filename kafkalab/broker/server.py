@@ -51,10 +51,11 @@ def _endpoint(address) -> str:
 
 
 class Server:
-    """One asyncio server with a listener per cluster node (``config.nodes``) and, on the first node, one per
-    extra security protocol asked for (SASL_PLAINTEXT, SSL, SASL_SSL); every connection knows which node's
-    listener accepted it and whether it must authenticate. ``controls`` is the dispatcher's interception hook
-    (the lab controls); ``tls`` the certificate files of the TLS listeners."""
+    """One asyncio server with, on every cluster node (``config.nodes``), a listener per security protocol asked
+    for (PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL; node i on the listener's base port + i, see
+    :meth:`~.config.BrokerConfig.node_ports`), recorded in ``state.cluster.listeners``; every connection knows
+    which node's listener accepted it and whether it must authenticate. ``controls`` is the dispatcher's
+    interception hook (the lab controls); ``tls`` the certificate files of the TLS listeners."""
 
     def __init__(self, state, registry, journal, config, controls=None, tls=None) -> None:
         self.state, self.registry, self.journal, self.config = state, registry, journal, config
@@ -65,8 +66,6 @@ class Server:
         self.appended: asyncio.Event | None = None
         self._streams = 0
         self.address: tuple[str, int] = ("", 0)
-        self.listeners: dict[str, tuple[str, int]] = {}    # security protocol -> bound address
-        self._servers: list[asyncio.base_events.Server] = []
         self._ticker: asyncio.TimerHandle | None = None
         self.budget = MemoryBudget(config.queued_max_request_bytes)
         self._sweeper: asyncio.Task | None = None
@@ -77,14 +76,12 @@ class Server:
         loop = asyncio.get_running_loop()
         self.appended = asyncio.Event()
         self.state.append_listeners.append(self._on_append)
-        for i, node_id in enumerate(self.state.cluster.node_ids):
-            port = self.config.port + i if self.config.port else 0
-            address = await self._listen("PLAINTEXT", port, node_id)
-            self.state.cluster.endpoints[node_id] = address
-        self.address = self.listeners["PLAINTEXT"] = self.state.cluster.endpoints[self.state.node_id]
-        for protocol, port in self.config.listener_ports().items():
-            if protocol != "PLAINTEXT":
-                await self._listen(protocol, port, self.state.node_id)
+        cluster = self.state.cluster
+        for protocol in self.config.listener_ports():
+            nodes = cluster.listeners.setdefault(protocol, {})
+            for node_id, port in zip(cluster.node_ids, self.config.node_ports(protocol)):
+                nodes[node_id] = await self._listen(protocol, port, node_id)
+        self.address = cluster.endpoints[self.state.node_id]
         self._sweeper = loop.create_task(self._sweep())
         self._tick()
         return self.address
@@ -99,8 +96,6 @@ class Server:
                                           backlog=1024, ssl=tls)
         self._servers.append(server)
         sockname = server.sockets[0].getsockname()
-        if protocol != "PLAINTEXT":
-            self.listeners[protocol] = (sockname[0], sockname[1])
         log.info("broker %d listening on %s (%s)", node_id, _endpoint(sockname), protocol)
         return (sockname[0], sockname[1])
 

@@ -118,17 +118,22 @@ class BrokerState:
         self._configs_changed()
 
     def brokers(self, local_host: str = "", local_port: int = 0) -> list[tuple[int, str, int]]:
-        """Every node as (node id, host, port). A single node answers with the address the client connected
-        to (it may have come through a port forward); a cluster lists each node's own listener."""
+        """Every node as (node id, host, port) on the listener the request came in on (found by the local port it
+        reached), as Kafka advertises per listener name: a client bootstrapped on the SASL port learns every
+        node's SASL port. A single node answers with the address the client connected to (it may have come
+        through a port forward)."""
         host = local_host or self.advertised_host
         if self.cluster.size == 1:
             return [(self.node_id, host, local_port or self.advertised_port)]
-        return [(node, host, self.cluster.endpoint(node, (host, self.advertised_port))[1])
-                for node in self.cluster.node_ids]
+        nodes = self.cluster.listeners.get(self.cluster.listener_at(local_port) or "PLAINTEXT", {})
+        return [(node, host, nodes.get(node, (host, self.advertised_port))[1]) for node in self.cluster.node_ids]
 
     def set_listener(self, host: str, port: int) -> None:
+        """The PLAINTEXT address; ``listeners``/``advertised.listeners`` name each listener of this node."""
         self.advertised_host, self.advertised_port = host, port
-        listener = f"PLAINTEXT://{host}:{port}"
+        mine = {name: nodes[self.node_id] for name, nodes in self.cluster.listeners.items() if self.node_id in nodes}
+        mine = mine or {"PLAINTEXT": (host, port)}
+        listener = ",".join(f"{name}://{h}:{p}" for name, (h, p) in mine.items())
         self.configs.static["listeners"] = self.configs.static["advertised.listeners"] = listener
 
     def _configs_changed(self) -> None:

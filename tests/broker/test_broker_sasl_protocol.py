@@ -1,12 +1,15 @@
 """SASL on the wire through kafkalab's codec: SaslHandshake v0-1, SaslAuthenticate v0-2, the unframed v0 exchange
 (KIP-43), requests before authentication, SCRAM's checks (nonce, proof, server signature, computed here with
-hashlib, independently of the broker), the credential APIs, the CLI flags, and fuzzed exchanges."""
+hashlib, independently of the broker), the credential APIs, the CLI flags, and fuzzed exchanges (framed tokens,
+bare v0 tokens, SaslHandshake/SaslAuthenticate frames of any bytes) that never hurt the broker or its other
+connections."""
 from __future__ import annotations
 
 import base64
 import hashlib
 import hmac
 import json
+import logging
 import os
 import signal
 import struct
@@ -211,6 +214,78 @@ def test_fuzzed_exchanges_never_hurt_the_broker(broker, mechanism, tokens):
         assert check.call("ApiVersions", 3, {})["error_code"] == ErrorCode.NONE
     finally:
         check.close()
+
+
+
+class _Failures(logging.Handler):
+    """Collects the broker's logged exceptions (a handler that crashed, a connection that failed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(scope="module")
+def bystander(broker):
+    """An authenticated connection kept open while the fuzzing goes on; it must keep being served."""
+    client = RawClient(broker.sasl_bootstrap_servers)
+    client.call("SaslHandshake", 1, {"mechanism": "PLAIN"})
+    assert authenticate(client, b"\0alice\0alice-secret")["error_code"] == ErrorCode.NONE
+    yield client
+    client.close()
+
+
+def _answer_or_close(client: RawClient) -> bytes | None:
+    """The next frame the broker sends, or None once it closed the connection: never a hang."""
+    try:
+        return client.read_frame()
+    except (ConnectionError, OSError) as exc:
+        if isinstance(exc, TimeoutError):
+            raise AssertionError("the broker neither answered nor closed within 10 s") from None
+        return None
+
+
+def _raw_request(api_key: int, api_version: int, body: bytes) -> bytes:
+    """A request frame with a valid v1 header (api key, version, correlation id, client id) and any body bytes."""
+    header = struct.pack(">hhih", api_key, api_version, 7, 4) + b"fuzz"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(handshake=st.sampled_from([0, 1]),
+       mechanism=st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]) | st.text(max_size=30),
+       steps=st.lists(st.tuples(st.sampled_from(["unframed", "SaslHandshake", "SaslAuthenticate"]),
+                                st.integers(-1, 4), st.binary(max_size=120)), min_size=1, max_size=4))
+def test_fuzzed_handshake_and_unframed_bytes_never_hurt_the_broker(broker, bystander, handshake, mechanism, steps):
+    """SaslHandshake v0/v1 with any mechanism, then raw bytes: bare v0 tokens (KIP-43's unframed exchange) or
+    SaslHandshake/SaslAuthenticate frames of any version with any body. Each step is answered or the connection
+    closed; the broker logs no failure, and a connection authenticated before keeps being served."""
+    failures = _Failures()
+    logging.getLogger("kafkalab.broker").addHandler(failures)
+    client = RawClient(broker.sasl_bootstrap_servers, timeout=10)
+    try:
+        answer = client.call("SaslHandshake", handshake, {"mechanism": mechanism})
+        accepted = answer["error_code"] == ErrorCode.NONE
+        assert accepted == (mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")), answer
+        for kind, api_version, data in steps:
+            if kind == "unframed":
+                frame = struct.pack(">i", len(data)) + data
+            else:
+                frame = _raw_request(17 if kind == "SaslHandshake" else 36, api_version, data)
+            try:
+                client.sock.sendall(frame)
+            except OSError:
+                break                                      # closed after an earlier step: nothing more to say
+            if _answer_or_close(client) is None:
+                break
+    finally:
+        client.close()
+        logging.getLogger("kafkalab.broker").removeHandler(failures)
+    assert not [r for r in failures.records if r.exc_info], [r.getMessage() for r in failures.records]
+    assert bystander.call("Metadata", 12, {"topics": None})["cluster_id"]
 
 
 def test_cli_sasl_listener_and_user():

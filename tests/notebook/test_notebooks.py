@@ -325,7 +325,11 @@ def test_08_faults_and_personas():
 def test_07_security_and_failures():
     values, elapsed, nb = run_notebook("07-security-and-failures.ipynb", """{
         "exchange": exchange, "refused": len(refused), "denial": denial, "throttles": throttles,
-        "slow_seconds": slow_seconds, "users": broker.users, "tls_values": [v.decode() for v in tls_values]}""")
+        "slow_seconds": slow_seconds, "users": broker.users, "tls_values": [v.decode() for v in tls_values],
+        "recovery": [[r.api_name, r.kind, r.error if isinstance(r.error, str) else None]
+                     for r in recovery.itertuples() if r.frame >= recovery[recovery.api_name == "Produce"].frame.min()],
+        "recovered_offset": recovered.offset, "fault_state": list(broker.faults.table()["state"]),
+        "negotiation": negotiation.astype(str).to_dict("records")}""")
     texts = [text for _, text in values["exchange"]]
     assert [kind for kind, _ in values["exchange"]] == ["request", "response", "request", "response"]
     assert texts[0].startswith("n,,n=alice,r=")
@@ -338,5 +342,17 @@ def test_07_security_and_failures():
     assert values["users"] == {"alice": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096},
                                "bob": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096}}
     assert values["tls_values"] == ["sealed in transit"]
-    assert nb.cells[-2].cell_type == "markdown" and nb.cells[-2].source == "## Failures and personas"
+    # the injected fault: refused once, then the same batch acknowledged (after the 2 earlier records)
+    assert [row for row in values["recovery"] if row[0] == "Produce"] == [
+        ["Produce", "request", None], ["Produce", "response", "NOT_LEADER_OR_FOLLOWER"],
+        ["Produce", "request", None], ["Produce", "response", None]]
+    assert values["recovered_offset"] == 2 and values["fault_state"] == ["fired"]
+    rows = {(r["broker"], r["client"]): r for r in values["negotiation"]}
+    assert rows[("Kafka 2.8", "kafka-python")]["kafka-python infers"] == "2.8"
+    assert rows[("Kafka 2.8", "kafka-python")]["ApiVersions sent"].startswith("[4, 3")    # refused v4, then v3
+    assert "4" not in rows[("Kafka 2.8", "librdkafka")]["ApiVersions sent"]
+    for client in ("kafka-python", "librdkafka"):
+        assert (rows[("Kafka 2.8", client)]["Metadata"], rows[("Kafka 2.8", client)]["Produce"]) == ("11", "9")
+    assert (rows[("default", "librdkafka")]["Metadata"], rows[("default", "librdkafka")]["Produce"]) == ("13", "10")
+    assert "08-faults-and-personas.ipynb" in "".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert elapsed < TIME_LIMIT

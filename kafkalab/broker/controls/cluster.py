@@ -1,13 +1,16 @@
 """A cluster in one process: node ids, their listeners, replica sets, leaders and finalized features.
 
-``Broker(nodes=3)`` gives node ids ``node_id .. node_id+2``, one listener each. Every partition has a replica
-list (at first all nodes, rotated so partitions spread: the first replica, the preferred leader, of partition
-p is node ``(p + the topic's spread offset) % n``) and a leader, moved on demand with :meth:`Cluster.move`,
-which bumps the partition's leader epoch as Kafka does, so clients that check epochs (KIP-320) accept the new
-leader. :meth:`elect_preferred` and :meth:`reassign` are what ElectLeaders and AlterPartitionReassignments
-do. Storage is shared (the nodes are views of one log), so a reassignment completes at once and a leader
-change loses nothing that was acknowledged. ``metadata_offset`` counts the changes, as the metadata log's
-high watermark would. Sans-IO.
+``Broker(nodes=3)`` gives node ids ``node_id .. node_id+2``, each with every configured listener (PLAINTEXT and
+the SASL_PLAINTEXT, SSL, SASL_SSL ones asked for): :attr:`Cluster.listeners` maps a listener name to each
+node's address on it, so metadata can answer with the listener a request came in on, as Kafka does.
+
+Every partition has a replica list (at first all nodes, rotated so partitions spread: the first replica, the
+preferred leader, of partition p is node ``(p + the topic's spread offset) % n``) and a leader, moved on demand
+with :meth:`Cluster.move`, which bumps the partition's leader epoch as Kafka does, so clients that check epochs
+(KIP-320) accept the new leader. :meth:`elect_preferred` and :meth:`reassign` are what ElectLeaders and
+AlterPartitionReassignments do. Storage is shared (the nodes are views of one log), so a reassignment completes at
+once and a leader change loses nothing that was acknowledged. ``metadata_offset`` counts the changes, as the
+metadata log's high watermark would. Sans-IO.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ FINALIZED_FEATURES = {"metadata.version": 25}
 @dataclass
 class Cluster:
     node_ids: list[int]
-    endpoints: dict[int, tuple[str, int]] = field(default_factory=dict)     # node id -> (host, port)
+    listeners: dict[str, dict[int, tuple[str, int]]] = field(default_factory=dict)  # name -> node -> (host, port)
     moved: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)   # (topic, p) -> (leader, epoch)
     assigned: dict[tuple[str, int], list[int]] = field(default_factory=dict)      # reassigned replica lists
     features: dict[str, int] = field(default_factory=lambda: dict(FINALIZED_FEATURES))
@@ -37,6 +40,16 @@ class Cluster:
     def __post_init__(self) -> None:
         if self.quorum is None:
             self.quorum = Quorum.first_of(self.node_ids)
+
+    @property
+    def endpoints(self) -> dict[int, tuple[str, int]]:
+        """{node id: (host, port)} on the PLAINTEXT listener."""
+        return self.listeners.setdefault("PLAINTEXT", {})
+
+    def listener_at(self, port: int) -> str | None:
+        """The name of the listener one of whose nodes is bound to ``port`` (every listener binds one host)."""
+        return next((name for name, nodes in self.listeners.items()
+                     if any(address[1] == port for address in nodes.values())), None)
 
     @property
     def size(self) -> int:
@@ -109,6 +122,3 @@ class Cluster:
             self.features[feature] = level
         self.features_epoch += 1
         self.metadata_offset += 1
-
-    def endpoint(self, node_id: int, fallback: tuple[str, int]) -> tuple[str, int]:
-        return self.endpoints.get(node_id, fallback)

@@ -24,12 +24,14 @@ def handle(ctx, body: dict) -> dict:
 
 
 def voter_nodes(ctx) -> list[dict]:
-    """Each voter's listeners: the ones it registered with Add/UpdateRaftVoter, else its node's own."""
+    """Each voter's listeners: the ones it registered with Add/UpdateRaftVoter, else its node's own (named
+    after the listener the request came in on, whose port each node has too)."""
+    name = ctx.state.cluster.listener_at(ctx.local_port) or "PLAINTEXT"
     own = {node: (host, port) for node, host, port in ctx.state.brokers(ctx.local_host, ctx.local_port)}
     nodes = []
     for node, voter in sorted(ctx.state.cluster.quorum.voters.items()):
         host, port = own.get(node, ("", 0))
-        listeners = voter.listeners or [{"name": "PLAINTEXT", "host": host, "port": port}]
+        listeners = voter.listeners or [{"name": name, "host": host, "port": port}]
         nodes.append({"node_id": node, "listeners": listeners})
     return nodes
 
