@@ -523,6 +523,18 @@ view = kafkalab.browse(shop, limit=10)
 view"""
 
 
+KIP848_CODE = """\
+import confluent_kafka
+rd = confluent_kafka.Consumer({"bootstrap.servers": shop.bootstrap_servers, "group.id": "shipping",
+                               "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+rd.subscribe(["orders"])
+deadline = time.monotonic() + 60
+while len(rd.assignment()) < 2 and time.monotonic() < deadline:
+    rd.poll(0.2)
+rd.commit(offsets=[confluent_kafka.TopicPartition("orders", 0, 4)], asynchronous=False)
+view.refresh()"""
+
+
 def test_message_browser_on_a_live_broker(lab) -> None:
     """Topics listed, records shown (JSON, text, hex), a partition chosen, seek by offset, by time, rendering
     switched, the group's lag, and following a record produced afterwards, all on the broker in the kernel."""
@@ -561,6 +573,14 @@ def test_message_browser_on_a_live_broker(lab) -> None:
         lags = group.locator(".kl-lag").all_inner_texts()
         assert [line.split("\t") for line in lags] == [["orders-0", "15", "16", "1"], ["orders-1", "15", "15", "0"]]
 
+        # a KIP-848 group (librdkafka, group.protocol=consumer): the broker's assignment and epoch, shown
+        page.evaluate(RUN_IN_KERNEL, KIP848_CODE)
+        kip848 = page.locator('.kl-group[data-group="shipping"][data-kind="consumer"]')
+        kip848.wait_for()
+        assert re.search(r"shipping · Stable · consumer · \w+ · epoch \d+", kip848.locator(".kl-b-gtitle").inner_text())
+        assert kip848.locator(".kl-assignment").inner_text() == "orders-0, orders-1"
+        assert [line.split("\t") for line in kip848.locator(".kl-lag").all_inner_texts()] == [["orders-0", "4", "16", "12"]]
+
         page.click('.kl-topic[data-topic="orders"]')                      # back to partition 0, then follow
         page.wait_for_selector('.kl-browser[data-partition="0"][data-offset="0"]')
         page.evaluate(RUN_IN_KERNEL, "view.mode = 'auto'; view.follow(0.2)")
@@ -570,4 +590,4 @@ def test_message_browser_on_a_live_broker(lab) -> None:
         assert page.locator('.kl-record[data-offset="16"] td').nth(3).inner_text() == "live one"
         assert page.locator(".kl-record").count() == 10 and page.locator(".kl-record").first.get_attribute(
             "data-offset") == "7"
-        page.evaluate(RUN_IN_KERNEL, "view.unfollow(); reader.close(); producer.close(); shop.stop()")
+        page.evaluate(RUN_IN_KERNEL, "view.unfollow(); rd.close(); reader.close(); producer.close(); shop.stop()")
