@@ -522,6 +522,28 @@ def test_the_explorer_on_a_big_capture_is_fast(lab, big_capture) -> None:
     assert {what: seconds for what, seconds in timings.items() if seconds > bounds[what]} == {}
 
 
+BROWSE_CODE = """\
+import json, time
+from kafka import KafkaConsumer, KafkaProducer
+import kafkalab
+shop = kafkalab.Broker(topics={"orders": 2}, initial_rebalance_delay_ms=0).start()
+producer = KafkaProducer(bootstrap_servers=shop.bootstrap_servers)
+for n in range(30):
+    producer.send("orders", key=f"c{n % 3}".encode(), value=json.dumps({"order": n}).encode(), partition=n % 2,
+                  headers=[("trace", bytes([n, 255]))], timestamp_ms=1_700_000_000_000 + 1000 * n)
+producer.flush()
+reader = KafkaConsumer("orders", bootstrap_servers=shop.bootstrap_servers, group_id="invoicing",
+                       auto_offset_reset="earliest", enable_auto_commit=False)
+deadline, read = time.monotonic() + 60, 0
+while read < 30 and time.monotonic() < deadline:
+    read += sum(len(batch) for batch in reader.poll(timeout_ms=500).values())
+reader.commit()
+producer.send("orders", value=b"after the commit", partition=0)
+producer.flush()
+view = kafkalab.browse(shop, limit=10)
+view"""
+
+
 KIP848_CODE = """\
 import confluent_kafka
 rd = confluent_kafka.Consumer({"bootstrap.servers": shop.bootstrap_servers, "group.id": "shipping",
