@@ -81,10 +81,9 @@ def test_the_io_graph_draws_io_graphs_numbers_readably(capture) -> None:
     top_plot = [g for g in lines if g.get("data-api") == busiest][0]
     ys = [float(p.split(",")[1]) for p in top_plot[0].get("points").split()]
     ticks = [t for t in root.iter(f"{SVG}text") if t.get("class") == "io-tick"]
-    value_ticks = sorted((float(t.get("y")), t.text) for t in ticks if t.get("text-anchor") == "end")[:6]
     assert min(ys) < max(ys) and peak > 0
-    assert len([t for t in ticks if t.get("text-anchor") == "end"]) <= 14   # <= 7 value ticks a plot
-    assert value_ticks
+    value_ticks = [t for t in ticks if t.get("text-anchor") == "end"]
+    assert 4 <= len(value_ticks) <= 14                  # 2 to 7 value ticks a plot
     # time labels of one axis never overlap
     for y in {t.get("y") for t in ticks if t.get("text-anchor") == "middle"}:
         xs = sorted(float(t.get("x")) for t in ticks if t.get("y") == y)
