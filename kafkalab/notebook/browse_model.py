@@ -2,7 +2,8 @@
 
 Topics, partitions with their offsets (log start, high watermark, last stable offset), records read through
 the partition log and the codec's ``decode_records`` (no second decoder), and consumer groups as the group
-coordinator describes them, with each committed offset's lag. Nothing here keeps state of its own: every
+coordinator describes them, with each committed offset's lag (classic groups, and KIP-848 ``consumer`` groups with
+their epochs and server-side assignor). Nothing here keeps state of its own: every
 call asks the broker, so what the browser shows is what a client would be told. Needs no widget library.
 """
 from __future__ import annotations
@@ -123,13 +124,21 @@ def group(state, group_id: str) -> dict:
     coordinator = state.groups
     described = coordinator.describe(group_id)
     live = coordinator.groups.get(group_id)
+    kind = coordinator.kind_of(group_id)
     members = []
     for m in described["members"]:
         assigned = _assignment(described, m, live)
+        owner = getattr(live, "members", {}).get(m["member_id"]) if kind == "consumer" else None
         members.append({"member_id": m["member_id"], "client_id": m["client_id"], "client_host": m["client_host"],
-                        "group_instance_id": m["group_instance_id"], "assignment": assigned})
-    return {"group_id": group_id, "state": described["group_state"], "kind": coordinator.kind_of(group_id),
-            "protocol": described["protocol_data"], "members": members, "offsets": _lags(state, group_id)}
+                        "group_instance_id": m["group_instance_id"], "assignment": assigned,
+                        # KIP-848: the member's epoch (the group epoch once it has caught up) and subscription
+                        "epoch": owner.epoch if owner is not None else None,
+                        "subscribed": sorted(owner.topic_names) if owner is not None else None})
+    # a KIP-848 group names its server-side assignor where a classic group names its protocol
+    protocol = live.assignor if kind == "consumer" and live is not None else described["protocol_data"]
+    return {"group_id": group_id, "state": described["group_state"], "kind": kind, "protocol": protocol,
+            "epoch": live.epoch if kind == "consumer" and live is not None else None,
+            "members": members, "offsets": _lags(state, group_id)}
 
 
 def _assignment(described: dict, member: dict, live: Any) -> list[str]:

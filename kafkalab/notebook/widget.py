@@ -2,8 +2,8 @@
 
 What it owns: the synced state (the list's totals and version, the filter text and its error, the sort, the
 selected frame, its place in the list and field path, the view of the selected frame, notices, Expert Info)
-and the Python API (``select``, ``select_byte``, ``go_to``, ``follow_connection``, ``show_sequence``, ``rows_at``, ``append``,
-``follow``). The
+and the Python API (``select``, ``select_byte``, ``go_to``, ``follow_connection``, ``show_sequence``,
+``show_statistics``, ``rows_at``, ``append``, ``follow``). The
 browser half (``static/explorer.js``, ``static/explorer.css``, shipped in the package, no CDN) draws the
 panes, asks for the rows it is about to show (custom messages, a page at a time), and writes back
 ``selected_frame``/``selected_path``/``filter_text``/``sort`` when the user clicks or types. The logic that
@@ -34,10 +34,10 @@ from .snapshotted import Snapshotted
 STATIC = Path(__file__).parent / "static"
 
 
-def esm(name: str) -> str:
-    """A widget's browser module: the shared ``dom.js`` helpers, then ``static/<name>`` (anywidget loads one
-    module, so the shared part is put in front rather than imported)."""
-    return (STATIC / "dom.js").read_text() + (STATIC / name).read_text()
+def esm(name: str, *helpers: str) -> str:
+    """A widget's browser module: the shared ``dom.js`` helpers, then ``static/<helper>`` for each helper,
+    then ``static/<name>`` (anywidget loads one module, so the parts are put in front rather than imported)."""
+    return "".join((STATIC / part).read_text() for part in ("dom.js", *helpers, name))
 
 
 class Explorer(Snapshotted, anywidget.AnyWidget):
@@ -45,7 +45,7 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
     Broker/Journal (``.frame(n)``), all with the data-model ``frames`` table. ``follow=True`` (or a poll
     interval in seconds) keeps appending the source's new frames."""
 
-    _esm = esm("explorer.js")
+    _esm = esm("explorer.js", "statistics.js")
     _css = STATIC / "explorer.css"
 
     columns = traitlets.List(traitlets.Unicode(), default_value=model.LIST_COLUMNS).tag(sync=True)
@@ -64,6 +64,7 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
     view = traitlets.Dict(default_value={}).tag(sync=True)
     following = traitlets.Bool(False).tag(sync=True)
     sequence = traitlets.Unicode("").tag(sync=True)      # a connection's sequence diagram (SVG); "" hides it
+    statistics = traitlets.Dict(default_value={}).tag(sync=True)   # the Statistics panel's data; {} hides it
     height = traitlets.Unicode("560px").tag(sync=True)
 
     def __init__(self, source: Any = (), *, select: str | None = None, follow: bool | float = False,
@@ -128,6 +129,8 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
                 if not self.selected_frame:
                     self.selected_frame = new[0].frame
                 self.selected_index = self._listing.index_of(self.selected_frame)
+        if self.statistics:                    # a followed broker's statistics grow with it
+            self.show_statistics()
 
     def follow(self, source: Any = None, interval: float = 1.0) -> model.Follower:
         """Poll ``source`` (default: the explored one) every ``interval`` s and append new frames; returns a
@@ -191,6 +194,8 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
             self.send({"type": "pcap", "name": "kafkalab-frames.pcap", "frames": count}, [out.getvalue()])
         elif kind == "sequence":
             self.show_sequence(int(content.get("frame", 0))) if content.get("show") else self.hide_sequence()
+        elif kind == "statistics":
+            self.show_statistics() if content.get("show") else self.hide_statistics()
 
     def go_to(self, number: int) -> None:
         """Select frame ``number`` (the list scrolls to it); a notice says why when it cannot be shown."""
@@ -217,6 +222,21 @@ class Explorer(Snapshotted, anywidget.AnyWidget):
 
     def hide_sequence(self) -> None:
         self.sequence = ""
+
+    def show_statistics(self) -> dict:
+        """Open the Statistics panel (Wireshark's Statistics menu) on every frame of the table: Conversations
+        (one row per connection; a click filters to ``stream == N``), the I/O graph (frames/s and bytes/s per
+        API) and response time per API (a click filters to that API). Kept current while following; returns
+        the panel's data (:func:`kafkalab.notebook.statistics.statistics`)."""
+        from .statistics import statistics
+
+        with self._lock:
+            table = self._listing.table
+        self.statistics = statistics(table)
+        return self.statistics
+
+    def hide_statistics(self) -> None:
+        self.statistics = {}
 
     def write_pcap(self, path_or_file) -> int:
         """Write the frames the list shows (filtered, in frame order) as a pcap that tshark and

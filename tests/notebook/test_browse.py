@@ -151,3 +151,56 @@ def test_a_saved_notebook_gets_the_snapshot_beside_the_widget_view(broker) -> No
     html = data["text/html"]
     assert html.startswith('<div class="kl-browse-snapshot"') and ">orders-0 records<" in html
     assert "k2" in html and "k3" not in html and "plain text" not in html           # the page shown, no more
+
+
+def test_kip848_and_classic_groups_of_librdkafka_consumers(broker) -> None:
+    """librdkafka consumers with ``group.protocol=consumer`` (KIP-848: the broker assigns) and ``classic``:
+    both groups shown with members, assignments and lag; a second KIP-848 member gets a share and a newer
+    epoch."""
+    ck = pytest.importorskip("confluent_kafka")
+
+    def consumer(group: str, protocol: str):
+        config = {"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "group.protocol": protocol,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False, "client.id": f"rd-{protocol}"}
+        made = ck.Consumer(config)
+        made.subscribe(["orders"])
+        return made
+
+    def poll_until(consumers, done, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while not done():
+            assert time.monotonic() < deadline, "timed out"
+            for c in consumers:
+                c.poll(0.2)
+
+    def groups():
+        return {g["group_id"]: g for g in browse(broker).groups}
+
+    kip848, classic = consumer("rd-kip848", "consumer"), consumer("rd-classic", "classic")
+    second = None
+    try:
+        poll_until([kip848, classic], lambda: all(len(c.assignment()) == 2 for c in (kip848, classic)))
+        for c in (kip848, classic):
+            c.commit(offsets=[ck.TopicPartition("orders", 0, 5)], asynchronous=False)
+        shown = groups()
+        new, old = shown["rd-kip848"], shown["rd-classic"]
+        assert (new["kind"], new["state"], old["kind"], old["state"]) == ("consumer", "Stable", "classic", "Stable")
+        assert new["protocol"] in ("uniform", "range") and new["epoch"] >= 1 and old["protocol"]
+        for group, client in ((new, "rd-consumer"), (old, "rd-classic")):
+            (member,) = group["members"]
+            assert member["client_id"] == client and sorted(member["assignment"]) == ["orders-0", "orders-1"]
+            assert group["offsets"] == [{"topic": "orders", "partition": 0, "committed": 5, "high_watermark": 7,
+                                         "lag": 2}]
+        assert new["members"][0]["epoch"] == new["epoch"] and new["members"][0]["subscribed"] == ["orders"]
+
+        second = consumer("rd-kip848", "consumer")              # the broker moves one partition over
+        poll_until([kip848, second], lambda: len(kip848.assignment()) == 1 and len(second.assignment()) == 1)
+        poll_until([kip848, second], lambda: sorted(
+            p for m in groups()["rd-kip848"]["members"] for p in m["assignment"]) == ["orders-0", "orders-1"]
+            and all(len(m["assignment"]) == 1 for m in groups()["rd-kip848"]["members"]))
+        now = groups()["rd-kip848"]
+        assert len(now["members"]) == 2 and now["epoch"] > new["epoch"]
+    finally:
+        for c in (kip848, classic, second):
+            if c is not None:
+                c.close()

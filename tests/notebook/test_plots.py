@@ -303,6 +303,19 @@ def test_sequence_diagram_one_group_per_exchange_one_arrow_per_frame(traffic):
     assert diagram.lifelines == ["10.0.0.2:50000", "10.0.0.1:50000", "10.0.0.99:9092"]
 
 
+def test_every_arrow_has_a_wide_invisible_hit_stroke_over_it(traffic):
+    root, _, arrows = _svg(plots.sequence_diagram(traffic))
+    hits = [line for line in root.iter(f"{SVG}line") if line.get("class") == "arrow-hit"]
+    assert len(hits) == len(arrows)
+    for arrow, hit in zip(arrows, hits):
+        assert [hit.get(k) for k in ("data-frame", "x1", "y1", "x2", "y2")] == \
+            [arrow.get(k) for k in ("data-frame", "x1", "y1", "x2", "y2")]
+        assert float(hit.get("stroke-width")) >= 10 and hit.get("stroke-opacity") == "0"
+        assert hit.get("pointer-events") == "stroke"
+    rows = sorted(float(a.get("y1")) for a in arrows)
+    assert min(b - a for a, b in zip(rows, rows[1:])) >= float(hits[0].get("stroke-width"))   # never overlap
+
+
 def test_sequence_diagram_per_connection_and_window(traffic):
     table = frames_table(traffic)
     for stream in (0, 1):

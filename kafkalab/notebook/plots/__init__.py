@@ -12,8 +12,8 @@ Consumer lag needs message bodies (high watermarks, committed offsets), which no
 :func:`offsets_table` reads them from Frame objects into an ``offsets`` table, and :func:`consumer_lag`
 computes the lag from that table (so a Spark job producing the same columns gets the same lag).
 
-Data functions (``latency_stats``, ``throughput``, ``io_graph``, ``offsets_table``, ``consumer_lag``,
-``error_timeline``)
+Data functions (``latency_stats``, ``throughput``, ``io_graph``, ``conversations``, ``offsets_table``,
+``consumer_lag``, ``error_timeline``)
 return DataFrames; ``plot_*`` functions draw them with matplotlib (imported on first use, never at import
 time) and return the Axes; :func:`sequence_diagram` returns a :class:`SequenceDiagram`, shown as SVG with a
 plain-text ladder (what an untrusted notebook shows, since JupyterLab does not render untrusted SVG); the
@@ -25,6 +25,8 @@ from .throughput import throughput, plot_throughput, io_graph, plot_io
 from .lag import offsets_table, topic_names, consumer_lag, plot_consumer_lag
 from .errors import error_timeline, plot_errors
 from .compare import COMPARE_COLUMNS, compare_frames
+from .conversations import CONVERSATION_COLUMNS, conversations
+from .io_svg import io_graph_svg
 from .sequence import ROW, FONT, CHAR, TOP, LEFT, LABEL_CHARS, Arrow, Exchange, SequenceDiagram, sequence_diagram
 
-__all__ = ['PALETTE', 'ERROR_COLOR', 'INFERRED_COLOR', 'OFFSET_COLUMNS', 'LAG_COLUMNS', 'ERROR_COLUMNS', 'STATS_COLUMNS', 'UNKNOWN_TOPIC', 'frames_of', 'exchanges_of', 'exchanges_from_frames', 'records_of', 'latency_stats', 'plot_latency', 'plot_latency_percentiles', 'throughput', 'plot_throughput', 'io_graph', 'plot_io', 'offsets_table', 'topic_names', 'consumer_lag', 'plot_consumer_lag', 'error_timeline', 'plot_errors', 'COMPARE_COLUMNS', 'compare_frames', 'ROW', 'FONT', 'CHAR', 'TOP', 'LEFT', 'LABEL_CHARS', 'Arrow', 'Exchange', 'SequenceDiagram', 'sequence_diagram']
+__all__ = ['PALETTE', 'ERROR_COLOR', 'INFERRED_COLOR', 'OFFSET_COLUMNS', 'LAG_COLUMNS', 'ERROR_COLUMNS', 'STATS_COLUMNS', 'UNKNOWN_TOPIC', 'frames_of', 'exchanges_of', 'exchanges_from_frames', 'records_of', 'latency_stats', 'plot_latency', 'plot_latency_percentiles', 'throughput', 'plot_throughput', 'io_graph', 'plot_io', 'offsets_table', 'topic_names', 'consumer_lag', 'plot_consumer_lag', 'error_timeline', 'plot_errors', 'COMPARE_COLUMNS', 'compare_frames', 'CONVERSATION_COLUMNS', 'conversations', 'io_graph_svg', 'ROW', 'FONT', 'CHAR', 'TOP', 'LEFT', 'LABEL_CHARS', 'Arrow', 'Exchange', 'SequenceDiagram', 'sequence_diagram']

@@ -30,6 +30,9 @@ MIN_GAP, MAX_GAP = 260, 560   # px between lifelines: room for the longest label
 LABEL_CHARS = 72    # labels are shortened to this many characters
 
 
+HIT_WIDTH = 14      # px: the invisible stroke over each arrow that a click hits (rows are ROW px apart)
+
+
 @dataclass
 class Arrow:
     """One message of a sequence diagram (what tests and callers can inspect without parsing SVG)."""
@@ -260,8 +263,14 @@ def _svg_shape(shape: tuple) -> str:
         _, x1, y1, x2, y2, color, width, dashed = shape[:8]
         cls = f' class="{shape[8]}" data-frame="{shape[9]}"' if len(shape) > 8 else ""
         dash = ' stroke-dasharray="5 4"' if dashed else ""
-        return (f'<line{cls} x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}" '
-                f'stroke-width="{width}"{dash}/>')
+        drawn = (f'<line{cls} x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}" '
+                 f'stroke-width="{width}"{dash}/>')
+        if len(shape) <= 8:
+            return drawn
+        # an arrow is 1.6 px thick: an invisible 14 px stroke over it is what the pointer hits
+        return drawn + (f'<line class="arrow-hit" data-frame="{shape[9]}" x1="{x1:.1f}" y1="{y1:.1f}" '
+                        f'x2="{x2:.1f}" y2="{y2:.1f}" stroke="#000" stroke-opacity="0" stroke-width="{HIT_WIDTH}" '
+                        f'pointer-events="stroke"/>')
     if kind == "poly":
         points = " ".join(f"{px:.1f},{py:.1f}" for px, py in shape[1])
         return f'<polygon points="{points}" fill="{shape[2]}"/>'

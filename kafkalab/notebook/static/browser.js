@@ -88,11 +88,12 @@ function render({ model, el }) {
     const groups = model.get("groups");
     if (!groups.length) { groupsPane.replaceChildren(); return; }
     groupsPane.replaceChildren(h("div", { class: "kl-b-head", text: `consumer groups (${groups.length})` }),
-      ...groups.map((g) => h("div", { class: "kl-group", "data-group": g.group_id },
-        h("div", { class: "kl-b-gtitle", text: `${g.group_id} · ${g.state} · ${g.kind}${g.protocol ? " · " + g.protocol : ""}` }),
-        table(["member", "client", "host", "assignment"], g.members.map((m) => h("tr", {},
+      ...groups.map((g) => h("div", { class: "kl-group", "data-group": g.group_id, "data-kind": g.kind },
+        h("div", { class: "kl-b-gtitle", text: `${g.group_id} · ${g.state} · ${g.kind}${g.protocol ? " · " + g.protocol : ""}`
+          + (g.epoch == null ? "" : ` · epoch ${g.epoch}`) }),
+        table(["member", "client", "host", "epoch", "assignment"], g.members.map((m) => h("tr", { class: "kl-member", "data-member": m.member_id },
           h("td", { text: m.member_id }), h("td", { text: m.client_id }), h("td", { text: m.client_host }),
-          h("td", { text: m.assignment.join(", ") })))),
+          h("td", { text: m.epoch == null ? "" : String(m.epoch) }), h("td", { class: "kl-assignment", text: m.assignment.join(", ") })))),
         table(["partition", "committed", "high watermark", "lag"], g.offsets.map((o) => h("tr", { class: "kl-lag" },
           h("td", { text: `${o.topic}-${o.partition}` }), h("td", { text: String(o.committed) }),
           h("td", { text: String(o.high_watermark) }), h("td", { text: String(o.lag) })))))));

@@ -11,7 +11,8 @@
 // Tests read the DOM through data-attributes: .kl-hex[data-buffer][data-sel-start][data-sel-end],
 // .kl-byte[data-offset].kl-sel, .kl-tree[data-selected-path], .kl-node[data-path], .kl-row[data-frame],
 // .kl-explorer[data-notice], .kl-filter[data-error].
-// h() (element building) comes from dom.js, which the widget puts in front of this file.
+// h() (element building) comes from dom.js and statisticsPanel() from statistics.js, which the widget puts
+// in front of this file.
 
 const WINDOW = 4096; // bytes drawn at once in the hex pane
 const WIDTH = 16;
@@ -85,6 +86,7 @@ function render({ model, el }) {
   const sequencePanel = h("div", { class: "kl-sequence" });
   const savePcap = h("button", { class: "kl-save-pcap", text: "Save pcap", title: "download the frames the list shows as a pcap",
     onclick: () => model.send({ type: "pcap" }) });
+  const stats = statisticsPanel(model, (text) => { filter.value = text; sendFilter(); });
   const count = h("span", { class: "kl-count" });
   const live = h("span", { class: "kl-live", text: "● live" });
   const message = h("div", { class: "kl-message" });
@@ -101,8 +103,8 @@ function render({ model, el }) {
   const bytesPane = h("div", { class: "kl-bytes" }, h("div", { class: "kl-bytebar" }, tabs, copy), hex);
   const vsplit = h("div", { class: "kl-vsplit", title: "drag to resize" });
   const root = h("div", { class: "kl-explorer" },
-    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, sequenceToggle, savePcap, count, live),
-    message, expertPanel, sequencePanel, list, split, title,
+    h("div", { class: "kl-toolbar" }, filter, applyField, goto, expertToggle, sequenceToggle, stats.toggle, savePcap, count, live),
+    message, expertPanel, stats.panel, sequencePanel, list, split, title,
     h("div", { class: "kl-panes" }, tree, vsplit, bytesPane));
   el.append(root);
 
@@ -574,6 +576,7 @@ function render({ model, el }) {
   return () => {
     clearTimeout(filterTimer);
     resized.disconnect();
+    stats.dispose();
     for (const [event, handler] of Object.entries(handlers)) model.off(event, handler);
   };
 }
