@@ -1,5 +1,6 @@
 # make demo: the main job.  make test: the whole suite, as CI runs it.  make lab: the notebooks.
-# Each installs into .venv what it needs: the plain install (demo), the notebook extra (lab), the test extra.
+# Each installs into .venv what it needs: the plain install (demo), the notebook and spark extras (lab; notebook 6
+# runs Spark, which also needs Java 17+), the test extra.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -27,7 +28,7 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m soak
 
 # JupyterLab on the teaching notebooks (Ctrl-C stops it).
-lab: $(VENV)/.installed-notebook
+lab: $(VENV)/.installed-notebook,spark
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
 
 bench: $(VENV)/.installed-test

@@ -4,7 +4,11 @@ decode every byte. pyspark is imported by the modules below, never by ``import k
 ``read_capture(spark, paths, ports)`` (:mod:`.pipeline`) gives the four tables as DataFrames, with the rows
 :func:`kafkalab.read_capture` gives; ``register(spark)`` (:mod:`.source`) adds ``spark.read.format("kafkalab")``;
 ``session(master)`` (:mod:`.session`) makes a SparkSession set up for both.
+
+Importing this package imports :mod:`.session` (no pyspark), whose warning filters quiet PySpark's notes
+about pandas 3 (see there).
 """
+from .session import SparkUnavailable, session
 
 
 def read_capture(spark, paths, ports=None, **options):
@@ -19,4 +23,4 @@ def register(spark) -> None:
     run(spark)
 
 
-__all__ = ["read_capture", "register"]
+__all__ = ["SparkUnavailable", "read_capture", "register", "session"]

@@ -1,5 +1,8 @@
 """A SparkSession made for kafkalab's jobs: the right Python in the workers, loopback only, quiet.
 
+Imported by ``import kafkalab.spark`` (it imports no pyspark itself), so its warning filters below apply to
+sessions users make themselves too.
+
 Owns the settings every kafkalab Spark job needs whatever the master: Python workers run the interpreter the
 driver runs (otherwise they start whatever ``python3`` is first on the PATH, which may lack kafkalab), the driver
 binds to 127.0.0.1 unless a cluster master elsewhere is named, and Spark's console noise stays off unless asked.
@@ -11,10 +14,16 @@ import shutil
 import sys
 import warnings
 
-# PySpark 4.x warns on every Arrow conversion that it "does not yet fully support pandas >= 3". kafkalab's
-# Spark code hands Spark plain Python rows and reads results through Arrow only in its tests and notebooks,
-# which the test suite runs with the pandas the product ships (3.x): the warning says nothing actionable.
-warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+# PySpark 4.x with pandas 3.x, the versions the spark extra installs together: PySpark warns on every pandas
+# conversion (toPandas, createDataFrame from pandas, mapInPandas) that it "does not yet fully support pandas
+# >= 3", and its toPandas calls ``astype(copy=False)``, a keyword pandas 3 deprecates. kafkalab's Spark jobs
+# hand Spark plain Python rows; its tests check toPandas results against the single-process engine on these
+# versions (tests/spark/test_pandas_versions.py), so the two notes say nothing a user can act on. They are
+# hidden only where PySpark raises them: pandas' warnings about the user's own code still show.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning,
+                        module=r"pyspark\.")
+warnings.filterwarnings("ignore", message="The copy keyword is deprecated", category=DeprecationWarning,
+                        module=r"pyspark\.")
 
 
 class SparkUnavailable(RuntimeError):

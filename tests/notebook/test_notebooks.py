@@ -15,6 +15,7 @@ from pathlib import Path
 
 import crc32c
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,17 +23,19 @@ NOTEBOOKS = REPO / "notebooks"
 CAPTURES = REPO / "captures"
 TIME_LIMIT = 60.0          # seconds per notebook, kernel start included
 EXPECTED = ["01-wire-format-by-hand.ipynb", "02-record-batches.ipynb", "03-live-lab.ipynb",
-            "04-offline-analysis.ipynb", "05-troubleshooting.ipynb", "07-security-and-failures.ipynb",
+            "04-offline-analysis.ipynb", "05-troubleshooting.ipynb", "06-spark-scale-analysis.ipynb",
+            "07-security-and-failures.ipynb",
             "08-faults-and-personas.ipynb"]
 
 
-def run_notebook(name: str, check: str, *, python_path: Path = REPO) -> tuple[dict, float, nbformat.NotebookNode]:
+def run_notebook(name: str, check: str, *, python_path: Path = REPO,
+                 time_limit: float = TIME_LIMIT) -> tuple[dict, float, nbformat.NotebookNode]:
     """Execute notebook ``name`` plus a final cell printing JSON; return (that JSON, seconds, executed nb)."""
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("import json as _json\nprint(_json.dumps(" + check + "))"))
     env = dict(os.environ, MPLBACKEND="Agg",
                PYTHONPATH=os.pathsep.join(filter(None, [str(python_path), os.environ.get("PYTHONPATH")])))
-    client = NotebookClient(nb, timeout=TIME_LIMIT, kernel_name="python3",
+    client = NotebookClient(nb, timeout=time_limit, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOKS)}})
     start = time.monotonic()
     client.execute(env=env)
@@ -288,6 +291,75 @@ def test_05_troubleshooting():
         assert (k3, v3) == ("request", 0)
     assert elapsed < TIME_LIMIT
 
+
+
+# ---------------------------------------------------------------- 6 · Spark-scale analysis
+
+SPARK_TIME_LIMIT = 150.0   # a JVM start and a dozen Spark jobs: ~40 s on an idle 2-core machine, more under load
+# every drawn text of the notebook's figures with its box, and the canvas (the figures are kept by name)
+FIGURE_TEXTS = """{name: {"canvas": list(f.bbox.extents), "texts": [[t.get_text(), *t.get_window_extent(
+    f.canvas.get_renderer()).extents] for t in f.findobj(__import__("matplotlib.text", fromlist=["Text"]).Text)
+    if t.get_visible() and str(t.get_text()).strip()]}
+    for name, f in [("clients", clients_fig), ("topics", topics_fig), ("latency", latency_fig),
+                    ("errors", errors_fig), ("lag", lag_fig)] if f.canvas.draw() is None}"""
+
+
+def test_06_spark_scale_analysis():
+    pytest.importorskip("pyspark")
+    values, elapsed, _ = run_notebook("06-spark-scale-analysis.ipynb", """{
+        "paths": PATHS, "sizes": sizes, "problems": cap.diagnostics,
+        "clients": top_clients.fillna({"client_id": ""}).values.tolist(),
+        "topics": topic_requests[["topic", "requests"]].values.tolist(),
+        "per_topic": per_topic[["topic", "direction", "records"]].values.tolist(),
+        "latency": latency[["api_name", "answered", "max_ms"]].values.tolist(),
+        "windows": sorted({str(w) for w in over_time["window"]}),
+        "trouble": sorted({(s, w) for s, w in trouble[["source", "what"]].values.tolist()}),
+        "lag": lag[["group", "topic", "partition", "high_watermark", "committed", "lag"]].values.tolist(),
+        "sql": sql_per_topic[["kind", "partition", "records"]].values.tolist(),
+        "figures": """ + FIGURE_TEXTS + "}", time_limit=SPARK_TIME_LIMIT)
+    import kafkalab
+
+    paths = [NOTEBOOKS / p for p in values["paths"]]
+    engine = kafkalab.read_capture(paths)               # the single-process reader on the same files
+    assert values["problems"] == []
+    assert values["sizes"] == {name: len(getattr(engine, name)) for name in values["sizes"]}
+    exchanges = engine.exchanges
+    requests = exchanges.groupby("client_id").size()
+    assert {c: n for c, n, *_ in values["clients"]} == {c: int(n) for c, n in requests.items()}
+    assert [n for _, n, *_ in values["clients"]] == sorted(requests, reverse=True)
+    # the clients' own reports: five recordings produced and consumed 24 records each; lossy.pcap's producer
+    # sent 19, of which the requests not lost to dropped packets carry 17
+    reports = [json.loads(p.with_suffix(".json").read_text()) for p in paths if p.stem.startswith("produce-consume")]
+    assert len(reports) == 5
+    lossy = json.loads((CAPTURES / "lossy.json").read_text())
+    seen = sum(len(f["keys"]) for f in lossy["frames"] if f["direction"] == "request" and not f["lost"])
+    produced = sum(len(r["produced"]) for r in reports) + seen
+    assert sorted(values["per_topic"]) == [["orders", "fetched", sum(len(r["consumed"]) for r in reports)],
+                                           ["orders", "produced", produced]]
+    assert (seen, produced) == (17, 137)
+    assert values["topics"][0] == ["orders", 72] and {"admin-a", "missing-topic"} <= {t for t, _ in values["topics"]}
+    latency = {api: (n, ms) for api, n, ms in values["latency"]}
+    assert latency["JoinGroup"][1] > 3000 and latency["Fetch"][1] > 500      # the waits the prose explains
+    assert len(values["windows"]) >= 3                                          # three recording sessions
+    trouble = set(map(tuple, values["trouble"]))
+    assert {("error code", "TOPIC_ALREADY_EXISTS"), ("error code", "UNKNOWN_TOPIC_OR_PARTITION"),
+            ("error code", "UNSUPPORTED_VERSION"), ("diagnostic", "gap before frame")} <= trouble
+    # lag: each group committed every partition's end (12 records per partition in each recording)
+    assert sorted(values["lag"]) == sorted([f"lab-group-{codec}", "orders", p, 12, 12, 0]
+                                           for codec in ("gzip", "none", "snappy", "zstd") for p in (0, 1))
+    assert sum(n for _, _, n in values["sql"]) == values["sizes"]["records"]
+    for name, figure in values["figures"].items():
+        x0, y0, x1, y1 = figure["canvas"]
+        texts = [(t, box) for t, *box in figure["texts"]
+                 if box[2] - box[0] > 1 and box[3] - box[1] > 1 and box[0] < x1 and box[2] > x0
+                 and box[1] < y1 and box[3] > y0]
+        assert texts, name
+        for t, (a0, b0, a1, b1) in texts:
+            assert x0 - 1 <= a0 and a1 <= x1 + 1 and y0 - 1 <= b0 and b1 <= y1 + 1, f"{name}: {t!r} is cut off"
+        clashes = [(a, b) for i, (a, p) in enumerate(texts) for b, q in texts[i + 1:]
+                   if p[0] < q[2] - 1 and q[0] < p[2] - 1 and p[1] < q[3] - 1 and q[1] < p[3] - 1]
+        assert not clashes, f"{name}: overlapping labels {clashes[:5]}"
+    assert elapsed < SPARK_TIME_LIMIT
 
 
 def test_08_faults_and_personas():

@@ -153,6 +153,33 @@ def test_consumer_lag_series_and_latest(lag_scenario):
     assert plots.consumer_lag(table).equals(lag)
 
 
+def test_list_offsets_latest_is_a_high_watermark_and_earliest_is_not():
+    """A consumer starting at the end asks ListOffsets for the latest offset (timestamp -1): under
+    read_uncommitted that answer is the high watermark, and lag can be measured against it before any
+    Fetch. Earliest (-2) answers and read_committed answers (the last stable offset) are not."""
+    s = Scenario()
+
+    def list_offsets(timestamps, answers, isolation=0, corr=1):
+        request = s.request("ListOffsets", 7, {"replica_id": -1, "isolation_level": isolation, "topics": [
+            {"name": "orders", "partitions": [{"partition_index": p, "current_leader_epoch": -1, "timestamp": t}
+                                              for p, t in timestamps.items()]}]}, corr=corr)
+        s.response(request, {"throttle_time_ms": 0, "topics": [{"name": "orders", "partitions": [
+            {"partition_index": p, "error_code": e, "timestamp": -1, "offset": o, "leader_epoch": 0}
+            for p, (e, o) in answers.items()]}]}, 0.2)
+
+    list_offsets({0: -1, 1: -2}, {0: (0, 40), 1: (0, 5)}, corr=1)            # p0 latest, p1 earliest
+    list_offsets({0: -1}, {0: (0, 38)}, isolation=1, corr=2)                  # read_committed: the LSO
+    list_offsets({2: -1}, {2: (6, -1)}, corr=3)                               # NOT_LEADER: no offset
+    commit = s.request("OffsetCommit", 9, commit_request_v9("g1", {0: 25}), corr=4)
+    s.response(commit, commit_response_v9({0: 0}), 0.3)
+    offsets = plots.offsets_table(s.frames)
+    assert [(r.source, r.kind, r.topic, int(r.partition), int(r.offset)) for r in offsets.itertuples()] == [
+        ("ListOffsets", "high_watermark", "orders", 0, 40), ("OffsetCommit", "committed", "orders", 0, 25)]
+    lag = plots.consumer_lag(s.frames, latest=True)
+    assert [(r.group, int(r.partition), int(r.high_watermark), int(r.committed), int(r.lag))
+            for r in lag.itertuples()] == [("g1", 0, 40, 25, 15)]
+
+
 def test_unresolved_topic_ids_stay_visible():
     s = Scenario()
     fetch = s.request("Fetch", 16, {"max_wait_ms": 0, "min_bytes": 1, "topics": []})

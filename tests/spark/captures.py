@@ -3,6 +3,7 @@ into several files with connections crossing them."""
 from __future__ import annotations
 
 import gzip
+import socket
 import struct
 from pathlib import Path
 
@@ -63,4 +64,12 @@ def corrupt_gzip(path: Path, source: Path) -> Path:
     packed = bytearray(gzip.compress(source.read_bytes()))
     packed[len(packed) // 2:len(packed) // 2 + 64] = b"\x00" * 64
     path.write_bytes(bytes(packed))
+    return path
+
+
+def unreadable(path: Path) -> Path:
+    """A file that exists but that no process can read, root included: a Unix socket (opening it fails with
+    ENXIO; file permissions would not stop root)."""
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
     return path

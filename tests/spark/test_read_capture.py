@@ -12,7 +12,7 @@ import pytest
 import kafkalab
 from kafkalab.pcap import CaptureError
 from kafkalab.spark import read_capture, register
-from tests.spark.captures import corrupt_gzip, interleaved_hosts_pcap, rotate
+from tests.spark.captures import corrupt_gzip, interleaved_hosts_pcap, rotate, unreadable
 from tests.spark.equality import TABLES, assert_same_rows, engine_rows, spark_rows
 
 CAPTURES = sorted((Path(__file__).parents[2] / "captures").glob("*.pcap"))
@@ -59,9 +59,14 @@ def test_bad_files_are_named_and_the_good_files_rows_kept(spark_local, tmp_path)
     (tmp_path / "truncated.pcap").write_bytes(data[:len(data) * 2 // 3 + 5])
     (tmp_path / "notes.txt").write_text("not a capture\n")
     corrupt_gzip(tmp_path / "broken.pcap.gz", CAPTURES[1])
-    spark_capture = read_capture(spark_local, str(tmp_path))
-    notes = " | ".join(spark_capture.diagnostics)
-    assert "notes.txt" in notes and "broken.pcap.gz" in notes
+    socket_file = unreadable(tmp_path / "capture.sock")          # a directory lists regular files only: named
+    spark_capture = read_capture(spark_local, [str(tmp_path), str(socket_file)])
+    notes = spark_capture.diagnostics
+    assert len(notes) == 4, notes                                # one line per bad file, each naming it
+    assert any("notes.txt" in n and "not a pcap or pcapng file" in n for n in notes), notes
+    assert any("broken.pcap.gz" in n and "damaged" in n for n in notes), notes
+    assert any("truncated.pcap" in n and "truncated" in n.split(":", 1)[1] for n in notes), notes
+    assert any("capture.sock" in n and n.startswith("cannot read") for n in notes), notes
     engine = kafkalab.read_capture([tmp_path / "good.pcap", tmp_path / "truncated.pcap"])
     assert_same_rows(spark_capture, engine, tables=("frames", "connections"))
 
@@ -72,6 +77,29 @@ def test_an_empty_directory_or_only_bad_files_is_a_clear_error(spark_local, tmp_
     (tmp_path / "notes.txt").write_text("not a capture\n")
     with pytest.raises(CaptureError, match="not a pcap or pcapng file"):
         read_capture(spark_local, str(tmp_path))
+
+
+def test_no_java_is_named_before_spark_starts(monkeypatch, tmp_path):
+    from kafkalab.spark import SparkUnavailable, session
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))                     # no java on it
+    with pytest.raises(SparkUnavailable, match="Spark needs Java 17 or newer"):
+        session("local[1]")
+
+
+def test_the_data_source_names_an_empty_input_and_serves_the_good_files_rows(spark_local, tmp_path):
+    register(spark_local)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(Exception, match="no capture files in"):
+        spark_local.read.format("kafkalab").load(str(tmp_path / "empty")).count()
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    shutil.copy(CAPTURES[0], mixed / "good.pcap")
+    (mixed / "notes.txt").write_text("not a capture\n")
+    corrupt_gzip(mixed / "broken.pcap.gz", CAPTURES[1])
+    frame = spark_local.read.format("kafkalab").option("table", "frames").load(str(mixed))
+    assert spark_rows(frame, "frames") == engine_rows(kafkalab.read_capture(mixed / "good.pcap"), "frames")
 
 
 def test_the_data_source_serves_the_engines_rows(spark_local, hosts_capture):

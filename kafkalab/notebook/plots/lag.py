@@ -11,7 +11,8 @@ def offsets_table(source: Any):
     """Offsets seen on the wire, from Frame objects (a Capture, a Broker, a list of Frames):
 
     * ``kind="high_watermark"`` from Fetch responses (per topic and partition; no group), partitions with
-      an error skipped;
+      an error skipped, and from ListOffsets responses to a request for the latest offset (timestamp -1)
+      under read_uncommitted, which is the high watermark (consumers starting at the end ask for it);
     * ``kind="committed"`` from OffsetCommit requests (per group, topic and partition), skipped where the
       paired response rejected that partition, and from OffsetFetch responses (what the group had
       committed, useful when a capture starts after the commits).
@@ -38,6 +39,9 @@ def offsets_table(source: Any):
         elif frame.api_key == 8 and frame.kind == "request":
             response = by_number.get(frame.response_frame) if frame.response_frame is not None else None
             rows.extend(_commits(frame, response, names))
+        elif frame.api_key == 2 and frame.kind == "response":
+            request = by_number.get(frame.request_frame) if frame.request_frame is not None else None
+            rows.extend(_listed_ends(frame, request, names))
         elif frame.api_key == 9 and frame.kind == "response":
             request = by_number.get(frame.request_frame) if frame.request_frame is not None else None
             rows.extend(_fetched_commits(frame, request, names))
@@ -93,6 +97,24 @@ def _high_watermarks(frame, names) -> Iterator[tuple]:
             if part.get("error_code", 0) == 0 and isinstance(hw, int) and hw >= 0:
                 yield (frame.ts, frame.frame, frame.stream, "Fetch", "high_watermark", None, name,
                        part.get("partition_index"), hw)
+
+
+def _listed_ends(frame, request, names) -> Iterator[tuple]:
+    """ListOffsets answers for partitions the paired request asked the latest offset of (timestamp -1), read
+    uncommitted: the high watermark. Earliest (-2) and by-time lookups, and read_committed answers (the last
+    stable offset), are not the end a consumer's lag is measured from."""
+    asked = request.body if request is not None and request.body else {}
+    if asked.get("isolation_level", 0) != 0:
+        return
+    latest = {(_topic(topic, names), part.get("partition_index")) for topic in asked.get("topics") or ()
+              for part in topic.get("partitions") or () if part.get("timestamp") == -1}
+    for topic in (frame.body or {}).get("topics") or ():
+        name = _topic(topic, names)
+        for part in topic.get("partitions") or ():
+            index = part.get("partition_index")
+            offset = part.get("offset", (part.get("old_style_offsets") or [-1])[0])          # v0: a list
+            if (name, index) in latest and part.get("error_code", 0) == 0 and isinstance(offset, int) and offset >= 0:
+                yield (frame.ts, frame.frame, frame.stream, "ListOffsets", "high_watermark", None, name, index, offset)
 
 
 def _commits(frame, response, names) -> Iterator[tuple]:
