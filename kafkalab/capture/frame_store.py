@@ -4,6 +4,7 @@ bulk reader fills; :class:`FileBytes`, the frames' bytes left in the capture fil
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 # row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frame._ROW_FIELDS), then extras
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
@@ -130,9 +131,46 @@ class FileBytes:
 
         ranges = [entry] if len(entry) == 2 else span_ranges(entry)
         with open(self.path, "rb") as stream:
-            info = os.fstat(stream.fileno())
-            size, mtime = self._stamp
-            if info.st_size < size or (info.st_size == size and info.st_mtime_ns != mtime):
-                raise CaptureFileChanged(f"{self.path} changed after it was read: read it again")
+            self._check(stream)
             return b"".join(os.pread(stream.fileno(), end - start, start) for start, end in ranges)
+
+    def _check(self, stream) -> None:
+        info = os.fstat(stream.fileno())
+        size, mtime = self._stamp
+        if info.st_size < size or (info.st_size == size and info.st_mtime_ns != mtime):
+            raise CaptureFileChanged(f"{self.path} changed after it was read: read it again")
+
+    @contextmanager
+    def reader(self):
+        """A function ``index -> bytes`` for reading many frames: the file is mapped once and each frame's
+        segments are joined from the map (one copy, no system call per segment). Pages read are let go
+        every ``WINDOW`` bytes, so the file's size never counts as this process's memory."""
+        import mmap
+
+        from kafkalab.pcap.index import WINDOW, release
+
+        from .streams import span_bytes
+
+        with open(self.path, "rb") as stream:
+            self._check(stream)
+            data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+        view = memoryview(data)
+        entries, read = self.entries, [0]
+
+        def frame_bytes(index: int) -> bytes | None:
+            entry = entries[index]
+            if entry is None or isinstance(entry, (bytes, bytearray)):
+                return entry
+            out = bytes(view[entry[0]:entry[1]]) if len(entry) == 2 else span_bytes(view, entry)
+            read[0] += len(out)
+            if read[0] > WINDOW:
+                release(data, len(data))
+                read[0] = 0
+            return out
+
+        try:
+            yield frame_bytes
+        finally:
+            view.release()
+            data.close()
 

@@ -162,22 +162,33 @@ def pandas_dtype(type_name: str):
 
 def to_pandas(arrow_table, table: str):
     """The pandas view of an Arrow table of ``table``'s spec."""
-    import pandas as pd
+    return columns_to_pandas(list(arrow_table.columns), table)
 
-    mapping = {}
+
+def columns_to_pandas(arrays: list, table: str):
+    """The pandas view of ``table`` from its Arrow columns (arrays or chunked arrays, in the spec's order).
+    ``arrays`` is emptied as the columns are converted: where a view copies (integers, times), the Arrow
+    column is let go as soon as its copy is made, so a large table is never held twice."""
+    import pandas as pd
+    import pyarrow as pa
+
+    data = {}
     for c in TABLES[table]:
-        dtype = pandas_dtype(c.type)
-        if dtype is not None:
-            mapping[arrow_type(c.type)] = dtype
-    frame = arrow_table.to_pandas(types_mapper=mapping.get, split_blocks=True, use_threads=False)
-    for c in TABLES[table]:
+        column = arrays.pop(0)
         if c.type == "list<string>":
-            frame[c.name] = arrow_table.column(c.name).to_pylist() if len(frame) else []
-        elif c.type == "bool" and frame[c.name].dtype != bool:
-            frame[c.name] = frame[c.name].fillna(False).astype(bool)
-        elif c.type == "time" and not len(frame):
-            frame[c.name] = pd.to_datetime(frame[c.name], utc=True)
-    return frame
+            data[c.name] = pd.Series(column.to_pylist(), dtype=object)
+            continue
+        dtype = pandas_dtype(c.type)
+        mapping = {arrow_type(c.type): dtype}.get if dtype is not None else None
+        one = pa.table({c.name: column}).to_pandas(types_mapper=mapping, split_blocks=True, use_threads=False)
+        series = one[c.name]
+        del one, column
+        if c.type == "bool" and series.dtype != bool:
+            series = series.fillna(False).astype(bool)
+        elif c.type == "time" and not len(series):
+            series = pd.to_datetime(series, utc=True)
+        data[c.name] = series
+    return pd.DataFrame(data, columns=names(table), copy=False)
 
 
 def from_rows(rows: list[dict], table: str):

@@ -14,21 +14,23 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from kafkalab.protocol import decode_request, decode_response
+from kafkalab.protocol import ApiKey, decode_response
 from kafkalab.protocol.errors import ProtocolError
 from kafkalab.protocol.records.columnar import Batches, gather, read_columns
 from kafkalab.protocol.records.limits import default_budget
 
 from . import columns as spec
+from .decoding import raw_records_body
 from .facts import body_layout
 
-PRODUCE, FETCH = 0, 1
-CHUNK_BYTES = 32 << 20          # record bytes read per columnar pass (bounds the temporary arrays)
+PRODUCE, FETCH = ApiKey.PRODUCE, ApiKey.FETCH
+APIS = (PRODUCE, FETCH)          # the only frames the table reads (Produce responses for their base offsets)
+CHUNK_BYTES = 16 << 20          # record bytes read per columnar pass (bounds the temporary arrays)
 
 
 def records_table(frames: Iterable):
     """The records table as pandas (a view of :func:`records_arrow`)."""
-    return spec.to_pandas(records_arrow(frames), "records")
+    return spec.columns_to_pandas(list(records_arrow(frames).columns), "records")   # the table let go column by column
 
 
 def records_arrow(frames: Iterable):
@@ -62,9 +64,7 @@ def records_arrow(frames: Iterable):
 def _body(frame):
     """The body with record sets as views of the frame; the Frame's own body if the raw bytes do not decode."""
     try:
-        if frame.kind == "request":
-            return decode_request(frame.raw, records="raw").body
-        return decode_response(frame.raw, frame.api_key, frame.api_version, records="raw").body
+        return raw_records_body(frame.raw, frame.kind, frame.api_key, frame.api_version)
     except (ProtocolError, ValueError, TypeError):
         return frame.body
 
