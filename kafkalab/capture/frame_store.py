@@ -102,6 +102,9 @@ def _as_row(frame) -> list:
             frame.topic_ids, None]
 
 
+READ_WINDOW = 8 << 20       # frame bytes read from the map before its pages are let go
+
+
 class CaptureFileChanged(RuntimeError):
     """The capture file changed after it was read: the frames' bytes can no longer be read from it."""
 
@@ -144,10 +147,10 @@ class FileBytes:
     def reader(self):
         """A function ``index -> bytes`` for reading many frames: the file is mapped once and each frame's
         segments are joined from the map (one copy, no system call per segment). Pages read are let go
-        every ``WINDOW`` bytes, so the file's size never counts as this process's memory."""
+        every few megabytes, so the file's size never counts as this process's memory."""
         import mmap
 
-        from kafkalab.pcap.index import WINDOW, release
+        from kafkalab.pcap.index import release
 
         from .streams import span_bytes
 
@@ -163,7 +166,7 @@ class FileBytes:
                 return entry
             out = bytes(view[entry[0]:entry[1]]) if len(entry) == 2 else span_bytes(view, entry)
             read[0] += len(out)
-            if read[0] > WINDOW:
+            if read[0] > READ_WINDOW:
                 release(data, len(data))
                 read[0] = 0
             return out

@@ -51,11 +51,13 @@ class _Light:
     """What the records table reads of a frame held as table rows: no Frame made unless the body is needed
     (only when the raw bytes do not decode), and the bytes read from the capture file when asked for."""
 
-    __slots__ = ("frame", "kind", "api_key", "api_version", "response_frame", "index", "topic_ids", "_read",
-                 "_made")
+    __slots__ = ("frame", "kind", "api_key", "api_version", "response_frame", "record_count", "index",
+                 "topic_ids", "_read", "_made")
 
-    def __init__(self, frame, kind, api_key, api_version, response_frame, index, topic_ids, read, made) -> None:
+    def __init__(self, frame, kind, api_key, api_version, response_frame, record_count, index, topic_ids, read,
+                 made) -> None:
         self.frame, self.kind, self.api_key, self.api_version = frame, kind, api_key, api_version
+        self.record_count = record_count
         self.response_frame, self.index, self.topic_ids = response_frame, index, topic_ids
         self._read, self._made = read, made
 
@@ -87,6 +89,7 @@ def record_sources(store):
             if api_keys[i] not in APIS:
                 continue
             out.append(_Light(columns["frame"][i], columns["kind"][i], columns["api_key"][i],
-                              columns["api_version"][i], columns["response_frame"][i], i,
+                              columns["api_version"][i], columns["response_frame"][i],
+                              columns["record_count"][i], i,
                               extras.get(i, (None, None))[1], read, partial(store.frame, i)))
         yield out

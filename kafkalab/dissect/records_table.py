@@ -19,7 +19,6 @@ from kafkalab.protocol.errors import ProtocolError
 from kafkalab.protocol.records.columnar import Batches, gather, read_columns
 from kafkalab.protocol.records.limits import default_budget
 
-from . import columns as spec
 from .decoding import raw_records_body
 from .facts import body_layout
 
@@ -30,20 +29,26 @@ CHUNK_BYTES = 16 << 20          # record bytes read per columnar pass (bounds th
 
 def records_table(frames: Iterable):
     """The records table as pandas (a view of :func:`records_arrow`)."""
-    return spec.columns_to_pandas(list(records_arrow(frames).columns), "records")   # the table let go column by column
+    from . import records_arrays as arrays
+
+    return arrays.to_pandas(_read(frames))
 
 
 def records_arrow(frames: Iterable):
-    import pyarrow as pa
+    """The records table as a :class:`pyarrow.Table` of the spec's schema."""
+    from . import records_arrays as arrays
 
+    return arrays.to_arrow(_read(frames))
+
+
+def _read(frames: Iterable):
+    """Every record of ``frames``, joined column by column (see :mod:`.records_arrays`)."""
     frames = list(frames)
     by_number = {f.frame: f for f in frames}
-    builder = _Builder()
-    for frame in frames:
-        wanted = (frame.kind == "request" and frame.api_key == PRODUCE) or \
-            (frame.kind == "response" and frame.api_key == FETCH)
-        if not wanted:
-            continue
+    wanted = [f for f in frames if (f.kind == "request" and f.api_key == PRODUCE) or
+              (f.kind == "response" and f.api_key == FETCH)]
+    builder = _Builder(sum(f.record_count or 0 for f in wanted))
+    for frame in wanted:
         body = _body(frame)
         if not body:
             continue
@@ -58,7 +63,7 @@ def records_arrow(frames: Iterable):
         if builder.batches.size >= CHUNK_BYTES:
             builder.flush()
     builder.flush()
-    return pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records"))
+    return builder.joined()
 
 
 def _body(frame):
@@ -114,12 +119,14 @@ def _base_offsets(response) -> dict[tuple[str, int], int]:
 class _Builder:
     """Gathers batches of many record sets and turns them into Arrow record batches, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, expected: int = 0) -> None:
         self.batches = Batches.empty()
         self.contexts: list[tuple] = []       # (frame, kind, topic, partition, produce base offset or None)
         self.objects: list[tuple] = []        # (sequence, context, object)
         self.seq = 0                          # entries gathered so far (fast and object), for ordering
-        self.out: list = []
+        self.rows = None                      # records_arrays.Rows: what the passes gave
+        self.vocab = None
+        self.expected = expected              # records expected in all (the frames' record counts)
         self.budget = (None, None)            # (frame, what its record sets may still cost together)
 
     def add(self, frame: int, kind: str, topic, partition, base, data) -> None:
@@ -150,8 +157,26 @@ class _Builder:
             return
         from . import records_arrays as arrays
 
-        batch = arrays.fast_rows(self.batches, read_columns(self.batches), self.contexts, self.objects)
-        if batch is not None:
-            self.out.append(batch)
+        if self.vocab is None:
+            self.vocab, self.rows = arrays.Vocabulary(), arrays.Rows(self.expected)
+        part = arrays.fast_rows(self.batches, read_columns(self.batches), self.contexts, self.objects, self.vocab)
+        if part is not None:
+            self.rows.add(part)
         self.batches = Batches.empty(self.batches.region)
         self.objects = []
+
+    def joined(self):
+        """Every part gathered so far, one array per column (the parts are let go)."""
+        from . import records_arrays as arrays
+
+        if self.rows is None:
+            self.vocab, self.rows = arrays.Vocabulary(), arrays.Rows(0)
+        joined = self.rows.joined(self.vocab)
+        self.rows = self.vocab = None
+        return joined
+
+    def table(self):
+        """The records gathered so far as an Arrow table."""
+        from . import records_arrays as arrays
+
+        return arrays.to_arrow(self.joined())

@@ -26,13 +26,13 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 def columnar_rows(sets, kind="response", base=None) -> list[tuple]:
     """Rows of the records table for record sets, read column-wise (one flush per call: one Arrow batch)."""
-    import pyarrow as pa
 
     builder = _Builder()
     for i, data in enumerate(sets):
         builder.add(7, kind, "t", i, base, data)
     builder.flush()
-    table = pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records"))
+    table = builder.table()
+    assert table.schema == spec.arrow_schema("records")
     rows = table.to_pylist()
     return [_normal(r) for r in rows]
 
@@ -229,8 +229,6 @@ def test_a_batch_claiming_more_records_than_allowed_is_not_inflated(small_limits
 def test_the_record_sets_of_one_frame_share_one_budget(small_limits) -> None:
     """Six record sets of 10 records in one frame: the frame budget (50) lets five through; the sixth batch
     is "budget exceeded". A new frame starts with a full budget again."""
-    import pyarrow as pa
-
     sets = [encode_records([build_batch(_records(10), codec=codec, base_offset=0)])
             for codec in ("none", "gzip") * 3]
     builder = _Builder()
@@ -238,7 +236,7 @@ def test_the_record_sets_of_one_frame_share_one_budget(small_limits) -> None:
         builder.add(7, "response", "t", i, None, data)
     builder.add(8, "response", "t", 0, None, sets[0])
     builder.flush()
-    rows = pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records")).to_pylist()
+    rows = builder.table().to_pylist()
     per_frame = {}
     for row in rows:
         per_frame.setdefault(row["frame"], set()).add(row["partition"])
