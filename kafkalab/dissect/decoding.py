@@ -75,11 +75,12 @@ def request(raw: bytes) -> Request:
 
 def request_parts(raw: bytes) -> tuple | None:
     """(api_key, api_name, api_version, correlation_id, client_id, body, size, header_version, False) of the
-    request in ``raw``: exactly the fields :func:`request` would give, without making the Request; None where
-    the caller must use :func:`request` (the fast path refuses the bytes, payload fields are to be attached,
-    ApiVersions)."""
+    request in ``raw``: exactly the fields :func:`request` would give, without making the Request (record
+    sets as batch headers where regular, see ``records.recordset.batch_heads``: what the frame columns read
+    of them); None where the caller must use :func:`request` (the fast path refuses the bytes, payload
+    fields are to be attached, ApiVersions)."""
     try:
-        parts = _request_parts(raw)
+        parts = _request_parts(raw, "heads")
     except Exception:             # noqa: BLE001 - any surprise: the codec's own path decides
         return None
     if parts is None or parts[8] or parts[0] == API_VERSIONS:
@@ -98,7 +99,7 @@ def _fast_request(raw: bytes) -> Request | None:
     return message
 
 
-def _request_parts(raw: bytes) -> tuple | None:
+def _request_parts(raw: bytes, records: str = "batches") -> tuple | None:
     n = len(raw)
     if n < 14:
         return None
@@ -126,7 +127,7 @@ def _request_parts(raw: bytes) -> tuple | None:
         if pos >= n or raw[pos]:
             return None           # header tagged fields: rare, left to the codec
         pos += 1
-    body, end = plan.decode(raw, pos, "batches")
+    body, end = plan.decode(raw, pos, records)
     if end != n:
         return None
     return api_key, plan.name, api_version, correlation_id, client_id, body, size, header_version, plan.payloads
@@ -196,10 +197,10 @@ def response(raw: bytes, api_key: int, api_version: int) -> Response:
 
 def response_parts(raw: bytes, api_key: int, api_version: int) -> tuple | None:
     """(api_name, correlation_id, body, size, header_version, False) of the response in ``raw``: exactly the
-    fields :func:`response` would give, without making the Response; None where the caller must use
-    :func:`response`."""
+    fields :func:`response` would give, without making the Response (record sets as in
+    :func:`request_parts`); None where the caller must use :func:`response`."""
     try:
-        parts = _response_parts(raw, api_key, api_version)
+        parts = _response_parts(raw, api_key, api_version, "heads")
     except Exception:             # noqa: BLE001
         return None
     if parts is None or parts[5]:
@@ -218,7 +219,7 @@ def _fast_response(raw: bytes, api_key: int, api_version: int) -> Response | Non
     return message
 
 
-def _response_parts(raw: bytes, api_key: int, api_version: int) -> tuple | None:
+def _response_parts(raw: bytes, api_key: int, api_version: int, records: str = "batches") -> tuple | None:
     n = len(raw)
     if n < 8 or api_key == API_VERSIONS:
         return None
@@ -235,7 +236,7 @@ def _response_parts(raw: bytes, api_key: int, api_version: int) -> tuple | None:
         if pos >= n or raw[pos]:
             return None
         pos = 9
-    body, end = plan.decode(raw, pos, "batches")
+    body, end = plan.decode(raw, pos, records)
     if end != n:
         return None
     return plan.name, correlation_id, body, size, plan.header_version, plan.payloads

@@ -1,24 +1,28 @@
-"""The ``records`` table: one row per record in Produce requests and Fetch responses, built as Arrow columns.
+"""The ``records`` table: one row per record in Produce requests and Fetch responses, built as columns.
 
 How: each frame's body is decoded with its record sets left as views of the frame (``records="raw"``); the
 record sets are walked batch by batch (:mod:`kafkalab.protocol.records.columnar`: header, CRC, inflating)
-and every few megabytes of record bytes the gathered batches are read column-wise and become one Arrow
-record batch. No object is made per record; only irregular batches (legacy messages, control batches, bad
-checksums, partial tails) are decoded as objects, and their rows are put where those batches were.
+and every few megabytes of record bytes the gathered batches are read column-wise (one pass), their rows
+added to the table's columns (:mod:`.records_arrays`: bytes as Arrow, numbers as one numpy array per
+column) and the pass's buffers reused, so memory is the table plus one pass. No object is made per record;
+only irregular batches (legacy messages, control batches, bad checksums, partial tails) are decoded as
+objects, and their rows are put where those batches were. The Arrow table and the pandas view share the
+columns (neither copies the other's numbers).
 
-Input: frame-like objects with ``frame``, ``kind``, ``api_key``, ``api_version``, ``raw``, ``topic_ids`` and
-``response_frame`` (a :class:`~kafkalab.dissect.frame.Frame` or a lighter stand-in); ``body`` is read only
-where the raw bytes do not decode.
+Input: frame-like objects with ``frame``, ``kind``, ``api_key``, ``api_version``, ``raw``, ``topic_ids``,
+``record_count`` (to size the columns) and ``response_frame`` (a :class:`~kafkalab.dissect.frame.Frame` or a
+lighter stand-in); ``body`` is read only where the raw bytes do not decode.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
-from kafkalab.protocol import ApiKey, decode_response
+from kafkalab.protocol import ApiKey
 from kafkalab.protocol.errors import ProtocolError
 from kafkalab.protocol.records.columnar import Batches, gather, read_columns
 from kafkalab.protocol.records.limits import default_budget
 
+from . import decoding
 from .decoding import raw_records_body
 from .facts import body_layout
 
@@ -47,7 +51,7 @@ def _read(frames: Iterable):
     by_number = {f.frame: f for f in frames}
     wanted = [f for f in frames if (f.kind == "request" and f.api_key == PRODUCE) or
               (f.kind == "response" and f.api_key == FETCH)]
-    builder = _Builder(sum(f.record_count or 0 for f in wanted))
+    builder = _Builder(sum(getattr(f, "record_count", 0) or 0 for f in wanted))
     for frame in wanted:
         body = _body(frame)
         if not body:
@@ -106,7 +110,7 @@ def _base_offsets(response) -> dict[tuple[str, int], int]:
     if response is None:
         return out
     try:
-        body = decode_response(response.raw, response.api_key, response.api_version).body
+        body = decoding.response(response.raw, response.api_key, response.api_version).body
     except (ProtocolError, ValueError, TypeError):
         body = response.body
     for topic in (body or {}).get("responses") or []:
