@@ -83,25 +83,50 @@ def record_sets(layout, body, topic=None, partition=None, topic_ids=None):
     (a topic given only by id is named through ``topic_ids``, id -> name)."""
     if not isinstance(body, dict):
         return
-    for slot in layout.slots + layout.tagged:
-        if slot.name not in body:
+    names, below = _walk_plan(layout)
+    for name, role in names:
+        if name not in body:
             continue
-        value = body[slot.name]
-        if slot.field.entity == "topicName" and isinstance(value, str):
+        value = body[name]
+        if role == "topic" and isinstance(value, str):
             topic = value
-        elif slot.name == "topic_id" and topic is None and topic_ids and value in topic_ids:
+        elif role == "topic_id" and topic is None and topic_ids and value in topic_ids:
             topic = topic_ids[value]
-        elif slot.name in ("partition_index", "index", "partition") and isinstance(value, int):
+        elif role == "partition" and isinstance(value, int):
             partition = value
-    for slot in layout.slots + layout.tagged:
-        value = body.get(slot.name)
+    for name, kind, child in below:
+        value = body.get(name)
         if value is None:
             continue
-        if slot.kind == "records":
+        if kind == "records":
             yield topic, partition, value
-        elif slot.layout is not None:
-            for item in ([value] if slot.kind == "struct" else value):
-                yield from record_sets(slot.layout, item, topic, partition, topic_ids)
+        else:
+            for item in ([value] if kind == "struct" else value):
+                yield from record_sets(child, item, topic, partition, topic_ids)
+
+
+_PLANS: dict[int, tuple] = {}
+
+
+def _walk_plan(layout) -> tuple:
+    """What :func:`record_sets` looks at in a layout's slots, in wire order: (name, role) of the slots that
+    name the topic or partition, and (name, kind, layout) of the record sets and structures below."""
+    plan = _PLANS.get(id(layout))
+    if plan is None or plan[0] is not layout:
+        names, below = [], []
+        for slot in layout.slots + layout.tagged:
+            if slot.field.entity == "topicName":
+                names.append((slot.name, "topic"))
+            elif slot.name == "topic_id":
+                names.append((slot.name, "topic_id"))
+            elif slot.name in ("partition_index", "index", "partition"):
+                names.append((slot.name, "partition"))
+            if slot.kind == "records":
+                below.append((slot.name, "records", None))
+            elif slot.layout is not None:
+                below.append((slot.name, slot.kind, slot.layout))
+        plan = _PLANS[id(layout)] = (layout, names, below)
+    return plan[1], plan[2]
 
 
 def _base_offsets(response) -> dict[tuple[str, int], int]:
