@@ -121,7 +121,7 @@ class FileBytes:
         self.path = os.fspath(path)
         info = os.stat(self.path)
         self._stamp = (info.st_size, info.st_mtime_ns)
-        self.entries = entries
+        self.entries = _compact(entries)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -177,3 +177,20 @@ class FileBytes:
             view.release()
             data.close()
 
+
+def _compact(entries: list) -> list:
+    """``entries`` with the segment positions that spans share (a direction's segment starts and lengths,
+    the first two items of a span, see :func:`.streams.span_ranges`) held as arrays of 64-bit integers, not
+    lists of Python ints: a large capture's spans would otherwise keep tens of megabytes of int objects."""
+    from array import array
+
+    shared: dict[int, tuple] = {}
+    for i, entry in enumerate(entries):
+        if entry is None or isinstance(entry, (bytes, bytearray)) or len(entry) == 2:
+            continue
+        starts, lengths = entry[0], entry[1]
+        pair = shared.get(id(starts))
+        if pair is None:
+            pair = shared[id(starts)] = (array("q", starts), array("q", lengths), starts)
+        entries[i] = (pair[0], pair[1], *entry[2:])
+    return entries
