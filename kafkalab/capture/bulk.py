@@ -127,9 +127,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     Analyzer; one frame numbering for both.
 
     Returns (row columns, objects, extras, analyzer): the frames table's values column by column (the row
-    layout, R_FRAME to R_OFFSET; each frame's values are one tuple until the columns are made at the end), the general pipeline's Frame objects by
-    index (their column values are placeholders until :class:`FrameStore` fills them in), and index ->
-    (kept message, topic ids) where either is set."""
+    layout, R_FRAME to R_OFFSET; each frame's values are one tuple until the columns are made at the end),
+    the general pipeline's Frame objects by index (their column values are placeholders until
+    :class:`FrameStore` fills them in), and index -> (kept message, topic ids) where either is set."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests

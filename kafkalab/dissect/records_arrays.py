@@ -191,9 +191,10 @@ def _timestamps(ms) -> tuple:
 def _binary(u, starts, lengths):
     """A binary array of the ranges ``starts[i]:starts[i] + lengths[i]`` of ``u`` (length -1: null).
 
-    Short values are cut from fixed windows with one mask. Otherwise the array is made as an Arrow ``binary_view`` array pointing into ``u`` (16-byte views, built with numpy: values of
-    up to 12 bytes inline, longer ones as prefix, buffer and offset), then cast to ``binary``: the copying
-    of the bytes is one pass in Arrow's C++."""
+    Short values are cut from fixed windows with one mask. Otherwise the array is made as an Arrow
+    ``binary_view`` array pointing into ``u`` (16-byte views, built with numpy: values of up to 12 bytes
+    inline, longer ones as prefix, buffer and offset), then cast to ``binary``: the copying of the bytes is
+    one pass in Arrow's C++."""
 
     n = len(starts)
     size = np.maximum(lengths, 0)

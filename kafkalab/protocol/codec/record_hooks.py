@@ -4,8 +4,8 @@ The codec reads a RECORDS field's length prefix itself; the bytes inside belong 
 Three modes: ``"batches"`` decodes them into batch objects (the default, what users and the dissector want),
 ``"heads"`` into batch headers where the set is regular (what counting records needs, see
 ``records.recordset.batch_heads``), ``"raw"`` keeps the bytes as they are (what the broker wants: it stores
-and serves batches without re-encoding them): a memoryview into the frame (read-only unless the caller passed a writable view), so
-nothing is copied until someone reads the records. Encoding accepts either form.
+and serves batches without re-encoding them): a memoryview into the frame (read-only unless the caller
+passed a writable view), so nothing is copied until someone reads the records. Encoding accepts either form.
 """
 from __future__ import annotations
 

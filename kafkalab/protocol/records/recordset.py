@@ -42,8 +42,8 @@ class BatchHead(NamedTuple):
 
 
 def batch_heads(data: bytes | memoryview) -> list:
-    """The batches of ``data`` as :class:`BatchHead`\\s when every entry is a whole v2 batch with room for
-    its header (headers read and CRCs checked, nothing inflated, no object per record); otherwise exactly
+    """The batches of ``data`` as :class:`BatchHead` objects when every entry is a whole v2 batch with room
+    for its header (headers read and CRCs checked, nothing inflated, no object per record); otherwise exactly
     :func:`decode_records`, so that every irregular set has the reference decoder's objects and notes.
 
     Why: counting the records of a capture's every Produce and Fetch costs a header and a checksum per
