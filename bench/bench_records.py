@@ -63,7 +63,7 @@ def columnar_read(data: bytes) -> int:
     builder = _Builder()
     builder.add(1, "response", "t", 0, None, data)
     builder.flush()
-    (batch,) = builder.out
+    batch = builder.table()
     assert all(batch.column("crc_ok").to_pylist())
     return pc.sum(pc.binary_length(batch.column("value"))).as_py()
 

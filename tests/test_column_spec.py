@@ -56,6 +56,22 @@ def test_the_records_table_is_a_view_of_arrow_columns(capture) -> None:
                for hs in records["headers"] for h in hs)
 
 
+def test_the_records_tables_columns_can_be_changed_in_place() -> None:
+    """The records table's numbers and times are the reader's own arrays (no copy from Arrow): a user may
+    still set values in them, as in any pandas table, and the Arrow form of a new read is not affected."""
+    from kafkalab.dissect.records_table import records_arrow
+
+    records = read_capture(CAPTURE, progress=False).records
+    records.loc[0, "frame"] = 999
+    records.loc[1, "offset"] = None
+    records.loc[2, "timestamp"] = None
+    records.loc[3, "topic"] = "renamed"
+    assert records["frame"].iloc[0] == 999 and records["offset"].isna().iloc[1]
+    assert records["timestamp"].isna().iloc[2] and records["topic"].iloc[3] == "renamed"
+    fresh = read_capture(CAPTURE, progress=False)
+    assert records_arrow(fresh.frame_list).column("frame")[0].as_py() != 999
+
+
 def test_frames_arrow_and_parquet_carry_the_spec_schema(capture, tmp_path) -> None:
     import pyarrow.parquet as pq
 

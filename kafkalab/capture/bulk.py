@@ -127,18 +127,17 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     Analyzer; one frame numbering for both.
 
     Returns (row columns, objects, extras, analyzer): the frames table's values column by column (the row
-    layout, R_FRAME to R_OFFSET; no per-frame row object is made), the general pipeline's Frame objects by
-    index (their column values are placeholders until :class:`FrameStore` fills them in), and index ->
-    (kept message, topic ids) where either is set."""
+    layout, R_FRAME to R_OFFSET; each frame's values are one tuple until the columns are made at the end),
+    the general pipeline's Frame objects by index (their column values are placeholders until
+    :class:`FrameStore` fills them in), and index -> (kept message, topic ids) where either is set."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
     topic_names = analyzer.topic_names
     names: dict[int, str] = {}
-    dense = [[] for _ in range(R_OFFSET + 1)]
-    (c_frame, c_stream, c_src, c_dst, c_kind, c_api_key, c_api_name, c_api_version, c_correlation, c_client_id,
-     c_size, _, _, _, c_error_code, c_error, c_topics, c_record_count, c_summary, c_diagnostics, _, c_ts, c_raw,
-     c_offset) = dense
+    rows: list[tuple] = []                      # one tuple per frame in the row layout, columns at the end
+    append = rows.append
+    placeholder = (None,) * (R_OFFSET + 1)
     objects: dict[int, object] = {}
     extras: dict[int, tuple] = {}
     pairs: list[tuple] = []                     # (request index, response index, latency)
@@ -173,8 +172,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             for made in analyzer.feed(packet):
                 objects[index] = made
                 index += 1
-                for column in dense:
-                    column.append(None)
+                append(placeholder)
             count = analyzer.frame_count
             if sessions[conn.index].kafka is False:
                 given_up.add(conn.index)
@@ -214,7 +212,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 keep = api_key in _KEEP_MESSAGES or body is None
                 topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
                 answered = expects_response(api_key, body)
-            c_kind.append("request")
+            kind = "request"
             conn.requests += 1
             if conn.asked.request(api_key, version, correlation_id, answered,
                                   (index, count, api_key, version, client_id, ts)):
@@ -260,7 +258,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 api_name, body, size = message.api_name, message.body, message.size
                 keep = inferred or api_key in _KEEP_MESSAGES or body is None
                 topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
-            c_kind.append("response")
+            kind = "response"
             conn.responses += 1
             if asked is not None:
                 # round() is slow and latencies repeat (timestamps have a resolution): remember its results
@@ -275,25 +273,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 inferred_at.append(index)
             if api_key == API_VERSIONS and body:
                 conn.advertised.extend(advertised_ranges(body))
-        c_api_name.append(api_name)
-        c_frame.append(count)
-        c_stream.append(conn.index)
-        c_src.append(conn.names[side])
-        c_dst.append(conn.names[1 - side])
-        c_api_key.append(api_key)
-        c_api_version.append(version)
-        c_correlation.append(correlation_id)
-        c_client_id.append(client_id)
-        c_size.append(size)
-        c_error_code.append(code)
-        c_error.append(error)
-        c_topics.append(topics)
-        c_record_count.append(records)
-        c_summary.append(summary)
-        c_diagnostics.append(notes)
-        c_ts.append(ts)
-        c_raw.append(where)                     # the bytes stay in the file (see FileBytes)
-        c_offset.append(offset)
+        ends = conn.names
+        append((count, conn.index, ends[side], ends[1 - side], kind, api_key, api_name, version, correlation_id,
+                client_id, size, None, None, None, code, error, topics, records, summary, notes, None, ts,
+                where, offset))                 # where: the bytes stay in the file (see FileBytes)
         if keep or topic_ids is not None:
             extras[index] = (message if keep else None, topic_ids)
         index += 1
@@ -301,8 +284,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     for made in analyzer.finish():              # the general pipeline's connections end (as at end of capture)
         objects[index] = made
         index += 1
-        for column in dense:
-            column.append(None)
+        append(placeholder)
+    dense = [list(column) for column in zip(*rows)] if rows else [[] for _ in placeholder]
+    del rows
     analyzer.packet_count = len(packet_conn)
     request_frames, response_frames, latency_column = [None] * index, [None] * index, [None] * index
     for asked, answer, asked_frame, answer_frame, latency in pairs:

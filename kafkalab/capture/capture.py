@@ -172,7 +172,10 @@ class Capture:
         from kafkalab.dissect.records_table import records_table
         if self._store is not None:             # read from the held bytes: no Frame objects made
             from .rows import record_sources
-            return self._table("records", lambda: records_table(record_sources(self._store)))
+            def build():
+                with record_sources(self._store) as frames:
+                    return records_table(frames)
+            return self._table("records", build)
         return self._table("records", lambda: records_table(self.frame_list))
 
     @property

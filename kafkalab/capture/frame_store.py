@@ -4,6 +4,7 @@ bulk reader fills; :class:`FileBytes`, the frames' bytes left in the capture fil
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 # row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frame._ROW_FIELDS), then extras
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
@@ -101,6 +102,9 @@ def _as_row(frame) -> list:
             frame.topic_ids, None]
 
 
+READ_WINDOW = 8 << 20       # frame bytes read from the map before its pages are let go
+
+
 class CaptureFileChanged(RuntimeError):
     """The capture file changed after it was read: the frames' bytes can no longer be read from it."""
 
@@ -117,7 +121,7 @@ class FileBytes:
         self.path = os.fspath(path)
         info = os.stat(self.path)
         self._stamp = (info.st_size, info.st_mtime_ns)
-        self.entries = entries
+        self.entries = _compact(entries)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -130,9 +134,63 @@ class FileBytes:
 
         ranges = [entry] if len(entry) == 2 else span_ranges(entry)
         with open(self.path, "rb") as stream:
-            info = os.fstat(stream.fileno())
-            size, mtime = self._stamp
-            if info.st_size < size or (info.st_size == size and info.st_mtime_ns != mtime):
-                raise CaptureFileChanged(f"{self.path} changed after it was read: read it again")
+            self._check(stream)
             return b"".join(os.pread(stream.fileno(), end - start, start) for start, end in ranges)
 
+    def _check(self, stream) -> None:
+        info = os.fstat(stream.fileno())
+        size, mtime = self._stamp
+        if info.st_size < size or (info.st_size == size and info.st_mtime_ns != mtime):
+            raise CaptureFileChanged(f"{self.path} changed after it was read: read it again")
+
+    @contextmanager
+    def reader(self):
+        """A function ``index -> bytes`` for reading many frames: the file is mapped once and each frame's
+        segments are joined from the map (one copy, no system call per segment). Pages read are let go
+        every few megabytes, so the file's size never counts as this process's memory."""
+        import mmap
+
+        from kafkalab.pcap.index import release
+
+        from .streams import span_bytes
+
+        with open(self.path, "rb") as stream:
+            self._check(stream)
+            data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+        view = memoryview(data)
+        entries, read = self.entries, [0]
+
+        def frame_bytes(index: int) -> bytes | None:
+            entry = entries[index]
+            if entry is None or isinstance(entry, (bytes, bytearray)):
+                return entry
+            out = bytes(view[entry[0]:entry[1]]) if len(entry) == 2 else span_bytes(view, entry)
+            read[0] += len(out)
+            if read[0] > READ_WINDOW:
+                release(data, len(data))
+                read[0] = 0
+            return out
+
+        try:
+            yield frame_bytes
+        finally:
+            view.release()
+            data.close()
+
+
+def _compact(entries: list) -> list:
+    """``entries`` with the segment positions that spans share (a direction's segment starts and lengths,
+    the first two items of a span, see :func:`.streams.span_ranges`) held as arrays of 64-bit integers, not
+    lists of Python ints: a large capture's spans would otherwise keep tens of megabytes of int objects."""
+    from array import array
+
+    shared: dict[int, tuple] = {}
+    for i, entry in enumerate(entries):
+        if entry is None or isinstance(entry, (bytes, bytearray)) or len(entry) == 2:
+            continue
+        starts, lengths = entry[0], entry[1]
+        pair = shared.get(id(starts))
+        if pair is None:
+            pair = shared[id(starts)] = (array("q", starts), array("q", lengths), starts)
+        entries[i] = (pair[0], pair[1], *entry[2:])
+    return entries

@@ -12,6 +12,7 @@ would cost more than the read did, and building the pandas table would cost the 
 from __future__ import annotations
 
 from collections import namedtuple
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from functools import partial
 from typing import Callable
@@ -48,29 +49,47 @@ def frame_rows(columns: dict[str, list], frame_of: Callable[[int], object]) -> l
 
 class _Light:
     """What the records table reads of a frame held as table rows: no Frame made unless the body is needed
-    (only when the raw bytes do not decode)."""
+    (only when the raw bytes do not decode), and the bytes read from the capture file when asked for."""
 
-    __slots__ = ("frame", "kind", "api_key", "api_version", "response_frame", "raw", "topic_ids", "_made")
+    __slots__ = ("frame", "kind", "api_key", "api_version", "response_frame", "record_count", "index",
+                 "topic_ids", "_read", "_made")
 
-    def __init__(self, frame, kind, api_key, api_version, response_frame, raw, topic_ids, made) -> None:
+    def __init__(self, frame, kind, api_key, api_version, response_frame, record_count, index, topic_ids, read,
+                 made) -> None:
         self.frame, self.kind, self.api_key, self.api_version = frame, kind, api_key, api_version
-        self.response_frame, self.raw, self.topic_ids, self._made = response_frame, raw, topic_ids, made
+        self.record_count = record_count
+        self.response_frame, self.index, self.topic_ids = response_frame, index, topic_ids
+        self._read, self._made = read, made
+
+    @property
+    def raw(self):
+        return self._read(self.index)
 
     @property
     def body(self):
         return self._made().body
 
 
-def record_sources(store) -> list:
-    """The frames of a bulk read (a :class:`~.frame_store.FrameStore`) as the records table reads them."""
+@contextmanager
+def record_sources(store):
+    """The frames of a bulk read (a :class:`~.frame_store.FrameStore`) as the records table reads them,
+    while the capture file is open for reading their bytes (none is held longer than the table needs it)."""
+    from kafkalab.dissect.records_table import APIS
+
     columns = store.columns
     extras = store.extras
-    out = []
-    for i, made in enumerate(store.objects):
-        if made is not None:
-            out.append(made)
-            continue
-        out.append(_Light(columns["frame"][i], columns["kind"][i], columns["api_key"][i],
-                          columns["api_version"][i], columns["response_frame"][i], store.raw[i],
-                          extras.get(i, (None, None))[1], partial(store.frame, i)))
-    return out
+    raw = store.raw
+    api_keys = columns["api_key"]
+    with (raw.reader() if hasattr(raw, "reader") else nullcontext(raw.__getitem__)) as read:
+        out = []
+        for i, made in enumerate(store.objects):
+            if made is not None:
+                out.append(made)
+                continue
+            if api_keys[i] not in APIS:
+                continue
+            out.append(_Light(columns["frame"][i], columns["kind"][i], columns["api_key"][i],
+                              columns["api_version"][i], columns["response_frame"][i],
+                              columns["record_count"][i], i,
+                              extras.get(i, (None, None))[1], read, partial(store.frame, i)))
+        yield out

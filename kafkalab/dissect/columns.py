@@ -162,22 +162,63 @@ def pandas_dtype(type_name: str):
 
 def to_pandas(arrow_table, table: str):
     """The pandas view of an Arrow table of ``table``'s spec."""
+    return columns_to_pandas(list(arrow_table.columns), table)
+
+
+def columns_to_pandas(arrays: list, table: str):
+    """The pandas view of ``table`` from its Arrow columns (arrays or chunked arrays, in the spec's order).
+    ``arrays`` is emptied as the columns are converted: where a view copies (integers, times), the Arrow
+    column is let go as soon as its copy is made."""
     import pandas as pd
 
-    mapping = {}
+    data = {}
     for c in TABLES[table]:
-        dtype = pandas_dtype(c.type)
-        if dtype is not None:
-            mapping[arrow_type(c.type)] = dtype
-    frame = arrow_table.to_pandas(types_mapper=mapping.get, split_blocks=True, use_threads=False)
-    for c in TABLES[table]:
-        if c.type == "list<string>":
-            frame[c.name] = arrow_table.column(c.name).to_pylist() if len(frame) else []
-        elif c.type == "bool" and frame[c.name].dtype != bool:
-            frame[c.name] = frame[c.name].fillna(False).astype(bool)
-        elif c.type == "time" and not len(frame):
-            frame[c.name] = pd.to_datetime(frame[c.name], utc=True)
-    return frame
+        data[c.name] = arrow_to_pandas(arrays.pop(0), c.type)
+    return pd.DataFrame(data, columns=names(table), copy=False)
+
+
+def arrow_to_pandas(column, type_name: str):
+    """The pandas view (a Series) of one Arrow column of ``type_name``."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if type_name == "list<string>":
+        return pd.Series(column.to_pylist(), dtype=object)
+    dtype = pandas_dtype(type_name)
+    mapping = {column.type: dtype}.get if dtype is not None else None
+    series = pa.table({"c": column}).to_pandas(types_mapper=mapping, split_blocks=True, use_threads=False)["c"]
+    if type_name == "bool" and series.dtype != bool:
+        series = series.fillna(False).astype(bool)
+    elif type_name == "time" and not len(series):
+        series = pd.to_datetime(series, utc=True)
+    return series.rename(None)
+
+
+_NUMPY = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "float64": "float64",
+          "bool": "bool", "time": "int64"}
+
+
+def numpy_dtype(type_name: str) -> str:
+    """The numpy dtype holding a number, flag or time column's values (times: nanoseconds since the epoch)."""
+    return _NUMPY[type_name]
+
+
+def numpy_to_pandas(values, valid, type_name: str):
+    """The pandas view of a column held as a numpy array of :func:`numpy_dtype` and a validity array (None:
+    no nulls), using ``values`` itself (not a copy; null times are overwritten with NaT)."""
+    import numpy as np
+    import pandas as pd
+
+    if type_name in _PANDAS:
+        mask = np.zeros(len(values), dtype=bool) if valid is None else ~valid
+        return pd.Series(pd.arrays.IntegerArray(values, mask, copy=False), copy=False)
+    if type_name == "time":
+        if valid is not None:
+            values[~valid] = np.iinfo(np.int64).min            # NaT
+        return pd.Series(values.view("datetime64[ns]"), copy=False).dt.tz_localize("UTC")
+    if type_name == "bool" and valid is not None:
+        values = values & valid
+    return pd.Series(values, copy=False)
 
 
 def from_rows(rows: list[dict], table: str):

@@ -75,11 +75,12 @@ def request(raw: bytes) -> Request:
 
 def request_parts(raw: bytes) -> tuple | None:
     """(api_key, api_name, api_version, correlation_id, client_id, body, size, header_version, False) of the
-    request in ``raw``: exactly the fields :func:`request` would give, without making the Request; None where
-    the caller must use :func:`request` (the fast path refuses the bytes, payload fields are to be attached,
-    ApiVersions)."""
+    request in ``raw``: exactly the fields :func:`request` would give, without making the Request (record
+    sets as batch headers where regular, see ``records.recordset.batch_heads``: what the frame columns read
+    of them); None where the caller must use :func:`request` (the fast path refuses the bytes, payload
+    fields are to be attached, ApiVersions)."""
     try:
-        parts = _request_parts(raw)
+        parts = _request_parts(raw, "heads")
     except Exception:             # noqa: BLE001 - any surprise: the codec's own path decides
         return None
     if parts is None or parts[8] or parts[0] == API_VERSIONS:
@@ -98,7 +99,7 @@ def _fast_request(raw: bytes) -> Request | None:
     return message
 
 
-def _request_parts(raw: bytes) -> tuple | None:
+def _request_parts(raw: bytes, records: str = "batches") -> tuple | None:
     n = len(raw)
     if n < 14:
         return None
@@ -126,10 +127,57 @@ def _request_parts(raw: bytes) -> tuple | None:
         if pos >= n or raw[pos]:
             return None           # header tagged fields: rare, left to the codec
         pos += 1
-    body, end = plan.decode(raw, pos, "batches")
+    body, end = plan.decode(raw, pos, records)
     if end != n:
         return None
     return api_key, plan.name, api_version, correlation_id, client_id, body, size, header_version, plan.payloads
+
+
+def raw_records_body(raw, kind: str, api_key: int, api_version: int):
+    """The body of the frame ``raw`` with its record sets left as views of the frame (``records="raw"``), as
+    ``decode_request``/``decode_response`` give it; the codec's own entry points decide anything unusual
+    (they may raise, as they do)."""
+    body = None
+    try:
+        body = _raw_body(raw, kind, api_key, api_version)
+    except Exception:             # noqa: BLE001 - any surprise: the codec's own path decides
+        body = None
+    if body is not None:
+        return body
+    if kind == "request":
+        return decode_request(raw, records="raw").body
+    return decode_response(raw, api_key, api_version, records="raw").body
+
+
+def _raw_body(raw, kind: str, api_key: int, api_version: int):
+    n = len(raw)
+    if kind == "request":
+        if n < 14:
+            return None
+        size, key, version, _, length = _REQUEST_HEAD.unpack_from(raw, 0)
+        if (key, version) != (api_key, api_version):
+            return None
+        pos = 14 + max(length, 0) if length >= -1 else n + 1
+    else:
+        if n < 8:
+            return None
+        size, pos = _RESPONSE_HEAD.unpack_from(raw, 0)[0], 8
+    if size != n - 4 or api_key == API_VERSIONS:
+        return None
+    plan = _PLANS.get((api_key, kind, api_version), False)
+    if plan is False:
+        plan = _plan(api_key, kind, api_version)
+    if plan is None:
+        return None
+    header_version = plan.header_version
+    if kind == "request" and header_version == 0:
+        pos = 12
+    if header_version >= (2 if kind == "request" else 1):
+        if pos >= n or raw[pos]:
+            return None           # header tagged fields: rare, left to the codec
+        pos += 1
+    body, end = plan.decode(raw, pos, "raw")
+    return body if end == n else None
 
 
 def response(raw: bytes, api_key: int, api_version: int) -> Response:
@@ -149,10 +197,10 @@ def response(raw: bytes, api_key: int, api_version: int) -> Response:
 
 def response_parts(raw: bytes, api_key: int, api_version: int) -> tuple | None:
     """(api_name, correlation_id, body, size, header_version, False) of the response in ``raw``: exactly the
-    fields :func:`response` would give, without making the Response; None where the caller must use
-    :func:`response`."""
+    fields :func:`response` would give, without making the Response (record sets as in
+    :func:`request_parts`); None where the caller must use :func:`response`."""
     try:
-        parts = _response_parts(raw, api_key, api_version)
+        parts = _response_parts(raw, api_key, api_version, "heads")
     except Exception:             # noqa: BLE001
         return None
     if parts is None or parts[5]:
@@ -171,7 +219,7 @@ def _fast_response(raw: bytes, api_key: int, api_version: int) -> Response | Non
     return message
 
 
-def _response_parts(raw: bytes, api_key: int, api_version: int) -> tuple | None:
+def _response_parts(raw: bytes, api_key: int, api_version: int, records: str = "batches") -> tuple | None:
     n = len(raw)
     if n < 8 or api_key == API_VERSIONS:
         return None
@@ -188,7 +236,7 @@ def _response_parts(raw: bytes, api_key: int, api_version: int) -> tuple | None:
         if pos >= n or raw[pos]:
             return None
         pos = 9
-    body, end = plan.decode(raw, pos, "batches")
+    body, end = plan.decode(raw, pos, records)
     if end != n:
         return None
     return plan.name, correlation_id, body, size, plan.header_version, plan.payloads

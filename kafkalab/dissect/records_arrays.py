@@ -1,14 +1,22 @@
-"""Arrow arrays of the records table from column-wise reads (:mod:`kafkalab.protocol.records.columnar`).
+"""The records table's columns from column-wise reads (:mod:`kafkalab.protocol.records.columnar`).
 
-Per-batch values (frame, topic, codec, producer...) are made once per batch and spread to the batch's
-records with one ``take``; per-record values come from numpy arrays; key, value and header bytes are cut
-out of the read buffer with one boolean mask each. Rows of batches read as objects are made in Python and
-put back in wire order.
+Each pass of the reader gives a :class:`Part`: the byte columns (key, value, headers) as one Arrow record
+batch, every number, time and flag column as a numpy array (with a validity array where it has nulls) and
+every text column as codes into a :class:`Vocabulary` shared by all parts. :func:`join` makes one numpy
+array of each column at the end, which the Arrow table and the pandas view both use without copying (see
+:mod:`.columns`): a million-row table is never held twice, and per-batch values (frame, topic, codec,
+producer...) are spread to their records with numpy indexing, not Arrow ``take``.
+
+Per-record values come from numpy arrays; key, value and header bytes are cut out of the read buffer.
+Rows of batches read as objects are made in Python and put back in wire order.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafkalab.protocol.records.batch import CODEC_MASK, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkalab.protocol.records.columnar import PAD, decode_entry
@@ -20,19 +28,50 @@ MS_LIMIT = (1 << 63) // 1_000_000 - 1          # beyond this many ms a nanosecon
 _BYTE_INDEX = np.arange(12)[None, :]
 SHORT = PAD // 2                               # columns with no longer value are cut without views
 ORDER = 1 << 32                                # row order key: entry sequence * ORDER + record index
+TYPES = spec.types("records")
+BYTES = tuple(c.name for c in spec.RECORDS if c.type in ("binary", "headers"))
+TEXT = tuple(c.name for c in spec.RECORDS if c.type == "string")
+NUMBERS = tuple(c.name for c in spec.RECORDS if c.name not in BYTES + TEXT)
 
 
-def fast_rows(batches, cols, contexts: list, objects: list):
-    """One Arrow record batch of the records of ``batches`` (read into ``cols``) and of ``objects``
-    ((sequence, context, object)), in wire order; None when there are no rows."""
+class Vocabulary:
+    """Codes for the text columns' values (a capture has few topics, kinds and codecs); -1 is null."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.words: list[str] = []
+
+    def code(self, word) -> int:
+        if word is None:
+            return -1
+        code = self.codes.get(word)
+        if code is None:
+            code = self.codes[word] = len(self.words)
+            self.words.append(word)
+        return code
+
+    def codes_of(self, words) -> np.ndarray:
+        return np.fromiter(map(self.code, words), dtype=np.int32)
+
+
+class Part(NamedTuple):
+    """The rows of one pass: byte columns (Arrow), numbers (name -> (values, validity or None)), text codes."""
+    heavy: pa.RecordBatch
+    numbers: dict
+    text: dict
+
+
+def fast_rows(batches, cols, contexts: list, objects: list, vocab: Vocabulary) -> Part | None:
+    """The rows of ``batches`` (read into ``cols``) and of ``objects`` ((sequence, context, object)), in
+    wire order; None when there are none."""
     objects = list(objects)
     objects += [(*batches.tags[i], decode_entry(batches.raws[i])) for i in np.flatnonzero(~cols.ok)]
     kept = cols.batch
     try:
-        return _assemble(batches, cols, kept, contexts, objects)
+        return _assemble(batches, cols, kept, contexts, objects, vocab)
     except pa.ArrowInvalid:             # a header key that is not UTF-8: the reference decoder reports it
         objects += [(*batches.tags[i], decode_entry(batches.raws[i])) for i in kept]
-        return _assemble(batches, cols, kept[:0], contexts, objects)
+        return _assemble(batches, cols, kept[:0], contexts, objects, vocab)
 
 
 def _records_before(batches, kept, objects) -> dict[int, int]:
@@ -47,31 +86,45 @@ def _records_before(batches, kept, objects) -> dict[int, int]:
     return before
 
 
-def _assemble(batches, cols, kept, contexts, objects):
+def _assemble(batches, cols, kept, contexts, objects, vocab):
     objects = sorted(objects, key=lambda entry: entry[0])
     before = _records_before(batches, kept, objects)
     parts, order = [], []
     if len(kept) and int(cols.count.sum()):          # kept: all the batches read column-wise, or none
         heads = [batches.heads[i] for i in kept]
         tags = [(*batches.tags[i], before[batches.tags[i][0]]) for i in kept]
-        table, keys = _fast_table(heads, tags, cols, contexts)
-        parts.append(table)
+        part, keys = _fast_part(heads, tags, cols, contexts, vocab)
+        parts.append(part)
         order.append(keys)
-    rows = _object_rows(objects, contexts, before)
-    if rows is not None:
-        parts.append(rows[0])
-        order.append(rows[1])
+    made = _object_part(objects, contexts, before, vocab)
+    if made is not None:
+        parts.append(made[0])
+        order.append(made[1])
     if not parts:
         return None
     if len(parts) == 1:
         return parts[0]
-    table = pa.Table.from_batches(parts)
-    return table.take(np.argsort(np.concatenate(order), kind="stable")).combine_chunks().to_batches()[0]
+    rows = np.argsort(np.concatenate(order), kind="stable")
+    heavy = pa.Table.from_batches([p.heavy for p in parts]).take(rows).combine_chunks().to_batches()[0]
+    numbers = {name: _joined([p.numbers[name] for p in parts], rows) for name in NUMBERS}
+    text = {name: np.concatenate([p.text[name] for p in parts])[rows] for name in TEXT}
+    return Part(heavy, numbers, text)
 
 
-def _fast_table(heads, tags, cols, contexts):
-    """(record batch, ordering keys) of the column-wise read records."""
+def _joined(pieces: list, rows=None) -> tuple:
+    """One (values, validity or None) of several, in ``rows`` order if given."""
+    values = np.concatenate([v for v, _ in pieces])
+    valid = None
+    if any(ok is not None for _, ok in pieces):
+        valid = np.concatenate([np.ones(len(v), dtype=bool) if ok is None else ok for v, ok in pieces])
+    if rows is not None:
+        values = values[rows]
+        valid = valid[rows] if valid is not None else None
+    return values, valid
 
+
+def _fast_part(heads, tags, cols, contexts, vocab):
+    """(part, ordering keys) of the column-wise read records."""
     counts = cols.count
     nb, n = len(heads), int(counts.sum())
     rb = np.repeat(np.arange(nb), counts)
@@ -87,55 +140,61 @@ def _fast_table(heads, tags, cols, contexts):
     has_base = np.fromiter((c[4] is not None for c in ctx), dtype=bool, count=nb)
     base = np.fromiter((c[4] or 0 for c in ctx), dtype=np.int64, count=nb)
     offset = np.where(produce[rb], base[rb] + before[rb] + k, h["base_offset"][rb] + cols.offset_delta)
-    offset_valid = ~produce[rb] | has_base[rb]
     log_append = (h["attrs"] & TIMESTAMP_TYPE_BIT) != 0
     ms = np.where(log_append[rb], h["max_ts"][rb], h["base_ts"][rb] + cols.timestamp_delta)
-    per_batch = {
-        "frame": pa.array([c[0] for c in ctx], pa.int64()), "kind": pa.array([c[1] for c in ctx], pa.string()),
-        "topic": pa.array([c[2] for c in ctx], pa.string()), "partition": pa.array([c[3] for c in ctx], pa.int32()),
-        "timestamp_type": pa.array(np.where(log_append, "log_append", "create").tolist(), pa.string()),
-        "batch_base_offset": pa.array(h["base_offset"], pa.int64()), "magic": pa.array(h["magic"], pa.int8()),
-        "codec": pa.array([codec_name(a & CODEC_MASK) for a in h["attrs"].tolist()], pa.string()),
-        "producer_id": pa.array(h["producer_id"], pa.int64()),
-        "producer_epoch": pa.array(h["producer_epoch"], pa.int16()),
-        "base_sequence": pa.array(h["base_sequence"], pa.int32()),
-        "transactional": pa.array((h["attrs"] & TRANSACTIONAL_BIT) != 0, pa.bool_()),
-        "control": pa.array(np.zeros(nb, dtype=bool), pa.bool_()), "crc_ok": pa.array(np.ones(nb, dtype=bool)),
-    }
-    take = pa.array(rb)
-    u = cols.region
-    values = {
-        "offset": _with_nulls(offset, offset_valid, pa.int64()),
+    partition = np.fromiter((c[3] if c[3] is not None else 0 for c in ctx), dtype=np.int32, count=nb)
+    has_partition = np.fromiter((c[3] is not None for c in ctx), dtype=bool, count=nb)
+    numbers = {
+        "frame": np.fromiter((c[0] for c in ctx), dtype=np.int64, count=nb)[rb],
+        "partition": (partition[rb], None if has_partition.all() else has_partition[rb]),
+        "offset": (offset, _nulls(~produce[rb] | has_base[rb])),
         "timestamp": _timestamps(ms),
-        "key": _binary(u, *cols.key),
-        "value": _binary(u, *cols.value),
-        "headers": _headers(u, cols),
+        "batch_base_offset": h["base_offset"][rb], "magic": h["magic"].astype(np.int8)[rb],
+        "producer_id": h["producer_id"][rb], "producer_epoch": h["producer_epoch"].astype(np.int16)[rb],
+        "base_sequence": h["base_sequence"].astype(np.int32)[rb],
+        "transactional": ((h["attrs"] & TRANSACTIONAL_BIT) != 0)[rb],
+        "control": np.zeros(n, dtype=bool), "crc_ok": np.ones(n, dtype=bool),
     }
-    arrays = [values[c.name] if c.name in values else per_batch[c.name].take(take) for c in spec.RECORDS]
-    batch = pa.RecordBatch.from_arrays(arrays, schema=spec.arrow_schema("records"))
-    return batch, seq[rb] * ORDER + k
+    numbers = {name: value if isinstance(value, tuple) else (value, None) for name, value in numbers.items()}
+    codecs = [codec_name(a & CODEC_MASK) for a in h["attrs"].tolist()]
+    text = {
+        "kind": vocab.codes_of(c[1] for c in ctx)[rb], "topic": vocab.codes_of(c[2] for c in ctx)[rb],
+        "timestamp_type": np.where(log_append, vocab.code("log_append"), vocab.code("create")).astype(np.int32)[rb],
+        "codec": vocab.codes_of(codecs)[rb],
+    }
+    u = cols.region
+    heavy = pa.RecordBatch.from_arrays([_binary(u, *cols.key), _binary(u, *cols.value), _headers(u, cols)],
+                                       schema=_HEAVY)
+    return Part(heavy, numbers, text), seq[rb] * ORDER + k
 
 
-def _with_nulls(data, valid, arrow_type):
-
-    if valid.all():
-        return pa.array(data, arrow_type)
-    return pa.array(data, arrow_type, mask=~np.asarray(valid))
+_HEAVY = pa.schema([spec.arrow_schema("records").field(name) for name in BYTES])
 
 
-def _timestamps(ms):
+def _pool():
+    """The memory pool for the table's large buffers: the system allocator, which grows a buffer in place
+    (a cast or take builds its result by growing it) where Arrow's default pool moves it to fresh pages at
+    every growth, and fresh pages cost far more than copying (about twice the time of the whole cast)."""
+    return pa.system_memory_pool()
 
+
+def _nulls(valid):
+    """None when every value is valid (the common case), else the validity array."""
+    return None if valid.all() else np.asarray(valid)
+
+
+def _timestamps(ms) -> tuple:
     valid = np.abs(ms) <= MS_LIMIT
-    ns = np.where(valid, ms, 0) * 1_000_000
-    return _with_nulls(ns, valid, pa.timestamp("ns", tz="UTC"))
+    return np.where(valid, ms, 0) * 1_000_000, _nulls(valid)
 
 
 def _binary(u, starts, lengths):
     """A binary array of the ranges ``starts[i]:starts[i] + lengths[i]`` of ``u`` (length -1: null).
 
-    Short values are cut from fixed windows with one mask. Otherwise the array is made as an Arrow ``binary_view`` array pointing into ``u`` (16-byte views, built with numpy: values of
-    up to 12 bytes inline, longer ones as prefix, buffer and offset), then cast to ``binary``: the copying
-    of the bytes is one pass in Arrow's C++."""
+    Short values are cut from fixed windows with one mask. Otherwise the array is made as an Arrow
+    ``binary_view`` array pointing into ``u`` (16-byte views, built with numpy: values of up to 12 bytes
+    inline, longer ones as prefix, buffer and offset), then cast to ``binary``: the copying of the bytes is
+    one pass in Arrow's C++."""
 
     n = len(starts)
     size = np.maximum(lengths, 0)
@@ -162,7 +221,7 @@ def _binary(u, starts, lengths):
     views.view(np.uint8).reshape(n, 16)[short, 4:] = inline
     array = pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(views), pa.py_buffer(u)],
                                   null_count=int(nulls.sum()))
-    return array.cast(pa.binary())
+    return pc.cast(array, pa.binary(), memory_pool=_pool())
 
 
 def _headers(u, cols):
@@ -176,8 +235,8 @@ def _headers(u, cols):
     return pa.ListArray.from_arrays(pa.array(offsets), items, type=spec.arrow_type("headers"))
 
 
-def _object_rows(objects: list, contexts: list, before: dict):
-    """(record batch, ordering keys) of the records of batches decoded as objects, or None."""
+def _object_part(objects: list, contexts: list, before: dict, vocab: Vocabulary):
+    """(part, ordering keys) of the records of batches decoded as objects, or None."""
     rows, keys = [], []
     for seq, ctx, obj in objects:
         frame, kind, topic, partition, base = contexts[ctx]
@@ -190,10 +249,17 @@ def _object_rows(objects: list, contexts: list, before: dict):
             keys.append(seq * ORDER + index)
     if not rows:
         return None
-    schema = spec.arrow_schema("records")
-    columns = list(zip(*rows))
-    arrays = [pa.array(list(values), type=field.type) for values, field in zip(columns, schema)]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema), np.array(keys, dtype=np.int64)
+    columns = dict(zip(spec.names("records"), zip(*rows)))
+    heavy = pa.RecordBatch.from_arrays([pa.array(list(columns[name]), type=field.type)
+                                        for name, field in zip(BYTES, _HEAVY)], schema=_HEAVY)
+    numbers = {}
+    for name in NUMBERS:
+        values = columns[name]
+        valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+        data = np.array([v if v is not None else 0 for v in values], dtype=spec.numpy_dtype(TYPES[name]))
+        numbers[name] = (data, _nulls(valid))
+    text = {name: vocab.codes_of(columns[name]) for name in TEXT}
+    return Part(heavy, numbers, text), np.array(keys, dtype=np.int64)
 
 
 def _object_row(frame, kind, topic, partition, offset, batch, record) -> tuple:
@@ -217,3 +283,103 @@ def _text(name: str) -> str:
         return name
     except UnicodeEncodeError:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+class Joined(NamedTuple):
+    """Every part joined: byte columns as Arrow chunks, numbers as one numpy array each, text as codes."""
+    heavy: list
+    numbers: dict
+    text: dict
+    words: list
+
+
+class Rows:
+    """The parts of a read, gathered as they come: byte columns kept as Arrow chunks, numbers and text
+    codes copied into one growing numpy array per column. Sized from the expected number of records (the
+    frames' record counts) so that, usually, nothing is ever copied again: joining pieces at the end would
+    hold every column twice for a moment, and what a process lets go of is not given back to the system."""
+
+    def __init__(self, expected: int = 0) -> None:
+        self.capacity = max(int(expected), 1024)
+        self.size = 0
+        self.heavy: list = []
+        self.values = {name: np.empty(self.capacity, dtype=spec.numpy_dtype(TYPES[name])) for name in NUMBERS}
+        self.valid: dict[str, np.ndarray] = {}            # only columns that have had a null
+        self.codes = {name: np.empty(self.capacity, dtype=np.int32) for name in TEXT}
+
+    def add(self, part: Part) -> None:
+        n = part.heavy.num_rows
+        if self.size + n > self.capacity:
+            self._grow(max(2 * self.capacity, self.size + n))
+        at, end = self.size, self.size + n
+        self.heavy.append(part.heavy)
+        for name, (values, valid) in part.numbers.items():
+            self.values[name][at:end] = values
+            if valid is not None and name not in self.valid:
+                self.valid[name] = np.ones(self.capacity, dtype=bool)
+            if name in self.valid:
+                self.valid[name][at:end] = True if valid is None else valid
+        for name, codes in part.text.items():
+            self.codes[name][at:end] = codes
+        self.size = end
+
+    def _grow(self, capacity: int) -> None:
+        for columns in (self.values, self.valid, self.codes):
+            for name, array in columns.items():
+                grown = np.empty(capacity, dtype=array.dtype)
+                grown[:self.size] = array[:self.size]
+                if columns is self.valid:
+                    grown[self.size:] = True
+                columns[name] = grown
+        self.capacity = capacity
+
+    def joined(self, vocab: Vocabulary) -> Joined:
+        """The columns, exactly as long as the rows (a copy only where far fewer came than expected)."""
+        n = self.size
+
+        def cut(array):
+            return array[:n] if n >= 0.8 * len(array) else array[:n].copy()
+
+        numbers = {name: (cut(self.values[name]), cut(self.valid[name]) if name in self.valid else None)
+                   for name in NUMBERS}
+        return Joined(self.heavy, numbers, {name: cut(self.codes[name]) for name in TEXT}, list(vocab.words))
+
+
+def to_arrow(joined: Joined):
+    """The records table as Arrow (spec schema)."""
+    schema = spec.arrow_schema("records")
+    arrays = []
+    for field in schema:
+        name = field.name
+        if name in BYTES:
+            arrays.append(pa.chunked_array([b.column(name) for b in joined.heavy], type=field.type))
+        elif name in TEXT:
+            arrays.append(_words(joined, name, field.type))
+        else:
+            values, valid = joined.numbers[name]
+            arrays.append(pa.array(values, field.type, mask=None if valid is None else ~valid))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def to_pandas(joined: Joined):
+    """The records table as pandas: numbers and times are the joined numpy arrays themselves."""
+    import pandas as pd
+
+    data = {}
+    for column in spec.RECORDS:
+        name = column.name
+        if name in BYTES:
+            chunks = pa.chunked_array([b.column(name) for b in joined.heavy], type=spec.arrow_type(column.type))
+            data[name] = spec.arrow_to_pandas(chunks, column.type)
+        elif name in TEXT:
+            data[name] = spec.arrow_to_pandas(_words(joined, name, pa.large_string()), column.type)
+        else:
+            data[name] = spec.numpy_to_pandas(*joined.numbers.pop(name), column.type)
+    return pd.DataFrame(data, columns=spec.names("records"), copy=False)
+
+
+def _words(joined: Joined, name: str, arrow_type):
+    codes = joined.text.pop(name)
+    nulls = codes < 0
+    indices = pa.array(codes, pa.int32(), mask=nulls if nulls.any() else None)
+    return pc.take(pa.array(joined.words, arrow_type), indices, memory_pool=_pool())

@@ -1,47 +1,58 @@
-"""The ``records`` table: one row per record in Produce requests and Fetch responses, built as Arrow columns.
+"""The ``records`` table: one row per record in Produce requests and Fetch responses, built as columns.
 
 How: each frame's body is decoded with its record sets left as views of the frame (``records="raw"``); the
 record sets are walked batch by batch (:mod:`kafkalab.protocol.records.columnar`: header, CRC, inflating)
-and every few megabytes of record bytes the gathered batches are read column-wise and become one Arrow
-record batch. No object is made per record; only irregular batches (legacy messages, control batches, bad
-checksums, partial tails) are decoded as objects, and their rows are put where those batches were.
+and every few megabytes of record bytes the gathered batches are read column-wise (one pass), their rows
+added to the table's columns (:mod:`.records_arrays`: bytes as Arrow, numbers as one numpy array per
+column) and the pass's buffers reused, so memory is the table plus one pass. No object is made per record;
+only irregular batches (legacy messages, control batches, bad checksums, partial tails) are decoded as
+objects, and their rows are put where those batches were. The Arrow table and the pandas view share the
+columns (neither copies the other's numbers).
 
-Input: frame-like objects with ``frame``, ``kind``, ``api_key``, ``api_version``, ``raw``, ``topic_ids`` and
-``response_frame`` (a :class:`~kafkalab.dissect.frame.Frame` or a lighter stand-in); ``body`` is read only
-where the raw bytes do not decode.
+Input: frame-like objects with ``frame``, ``kind``, ``api_key``, ``api_version``, ``raw``, ``topic_ids``,
+``record_count`` (to size the columns) and ``response_frame`` (a :class:`~kafkalab.dissect.frame.Frame` or a
+lighter stand-in); ``body`` is read only where the raw bytes do not decode.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
-from kafkalab.protocol import decode_request, decode_response
+from kafkalab.protocol import ApiKey
 from kafkalab.protocol.errors import ProtocolError
 from kafkalab.protocol.records.columnar import Batches, gather, read_columns
 from kafkalab.protocol.records.limits import default_budget
 
-from . import columns as spec
+from . import decoding
+from .decoding import raw_records_body
 from .facts import body_layout
 
-PRODUCE, FETCH = 0, 1
-CHUNK_BYTES = 32 << 20          # record bytes read per columnar pass (bounds the temporary arrays)
+PRODUCE, FETCH = ApiKey.PRODUCE, ApiKey.FETCH
+APIS = (PRODUCE, FETCH)          # the only frames the table reads (Produce responses for their base offsets)
+CHUNK_BYTES = 16 << 20          # record bytes read per columnar pass (bounds the temporary arrays)
 
 
 def records_table(frames: Iterable):
     """The records table as pandas (a view of :func:`records_arrow`)."""
-    return spec.to_pandas(records_arrow(frames), "records")
+    from . import records_arrays as arrays
+
+    return arrays.to_pandas(_read(frames))
 
 
 def records_arrow(frames: Iterable):
-    import pyarrow as pa
+    """The records table as a :class:`pyarrow.Table` of the spec's schema."""
+    from . import records_arrays as arrays
 
+    return arrays.to_arrow(_read(frames))
+
+
+def _read(frames: Iterable):
+    """Every record of ``frames``, joined column by column (see :mod:`.records_arrays`)."""
     frames = list(frames)
     by_number = {f.frame: f for f in frames}
-    builder = _Builder()
-    for frame in frames:
-        wanted = (frame.kind == "request" and frame.api_key == PRODUCE) or \
-            (frame.kind == "response" and frame.api_key == FETCH)
-        if not wanted:
-            continue
+    wanted = [f for f in frames if (f.kind == "request" and f.api_key == PRODUCE) or
+              (f.kind == "response" and f.api_key == FETCH)]
+    builder = _Builder(sum(getattr(f, "record_count", 0) or 0 for f in wanted))
+    for frame in wanted:
         body = _body(frame)
         if not body:
             continue
@@ -56,15 +67,13 @@ def records_arrow(frames: Iterable):
         if builder.batches.size >= CHUNK_BYTES:
             builder.flush()
     builder.flush()
-    return pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records"))
+    return builder.joined()
 
 
 def _body(frame):
     """The body with record sets as views of the frame; the Frame's own body if the raw bytes do not decode."""
     try:
-        if frame.kind == "request":
-            return decode_request(frame.raw, records="raw").body
-        return decode_response(frame.raw, frame.api_key, frame.api_version, records="raw").body
+        return raw_records_body(frame.raw, frame.kind, frame.api_key, frame.api_version)
     except (ProtocolError, ValueError, TypeError):
         return frame.body
 
@@ -74,25 +83,50 @@ def record_sets(layout, body, topic=None, partition=None, topic_ids=None):
     (a topic given only by id is named through ``topic_ids``, id -> name)."""
     if not isinstance(body, dict):
         return
-    for slot in layout.slots + layout.tagged:
-        if slot.name not in body:
+    names, below = _walk_plan(layout)
+    for name, role in names:
+        if name not in body:
             continue
-        value = body[slot.name]
-        if slot.field.entity == "topicName" and isinstance(value, str):
+        value = body[name]
+        if role == "topic" and isinstance(value, str):
             topic = value
-        elif slot.name == "topic_id" and topic is None and topic_ids and value in topic_ids:
+        elif role == "topic_id" and topic is None and topic_ids and value in topic_ids:
             topic = topic_ids[value]
-        elif slot.name in ("partition_index", "index", "partition") and isinstance(value, int):
+        elif role == "partition" and isinstance(value, int):
             partition = value
-    for slot in layout.slots + layout.tagged:
-        value = body.get(slot.name)
+    for name, kind, child in below:
+        value = body.get(name)
         if value is None:
             continue
-        if slot.kind == "records":
+        if kind == "records":
             yield topic, partition, value
-        elif slot.layout is not None:
-            for item in ([value] if slot.kind == "struct" else value):
-                yield from record_sets(slot.layout, item, topic, partition, topic_ids)
+        else:
+            for item in ([value] if kind == "struct" else value):
+                yield from record_sets(child, item, topic, partition, topic_ids)
+
+
+_PLANS: dict[int, tuple] = {}
+
+
+def _walk_plan(layout) -> tuple:
+    """What :func:`record_sets` looks at in a layout's slots, in wire order: (name, role) of the slots that
+    name the topic or partition, and (name, kind, layout) of the record sets and structures below."""
+    plan = _PLANS.get(id(layout))
+    if plan is None or plan[0] is not layout:
+        names, below = [], []
+        for slot in layout.slots + layout.tagged:
+            if slot.field.entity == "topicName":
+                names.append((slot.name, "topic"))
+            elif slot.name == "topic_id":
+                names.append((slot.name, "topic_id"))
+            elif slot.name in ("partition_index", "index", "partition"):
+                names.append((slot.name, "partition"))
+            if slot.kind == "records":
+                below.append((slot.name, "records", None))
+            elif slot.layout is not None:
+                below.append((slot.name, slot.kind, slot.layout))
+        plan = _PLANS[id(layout)] = (layout, names, below)
+    return plan[1], plan[2]
 
 
 def _base_offsets(response) -> dict[tuple[str, int], int]:
@@ -101,7 +135,7 @@ def _base_offsets(response) -> dict[tuple[str, int], int]:
     if response is None:
         return out
     try:
-        body = decode_response(response.raw, response.api_key, response.api_version).body
+        body = decoding.response(response.raw, response.api_key, response.api_version).body
     except (ProtocolError, ValueError, TypeError):
         body = response.body
     for topic in (body or {}).get("responses") or []:
@@ -114,12 +148,14 @@ def _base_offsets(response) -> dict[tuple[str, int], int]:
 class _Builder:
     """Gathers batches of many record sets and turns them into Arrow record batches, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, expected: int = 0) -> None:
         self.batches = Batches.empty()
         self.contexts: list[tuple] = []       # (frame, kind, topic, partition, produce base offset or None)
         self.objects: list[tuple] = []        # (sequence, context, object)
         self.seq = 0                          # entries gathered so far (fast and object), for ordering
-        self.out: list = []
+        self.rows = None                      # records_arrays.Rows: what the passes gave
+        self.vocab = None
+        self.expected = expected              # records expected in all (the frames' record counts)
         self.budget = (None, None)            # (frame, what its record sets may still cost together)
 
     def add(self, frame: int, kind: str, topic, partition, base, data) -> None:
@@ -150,8 +186,26 @@ class _Builder:
             return
         from . import records_arrays as arrays
 
-        batch = arrays.fast_rows(self.batches, read_columns(self.batches), self.contexts, self.objects)
-        if batch is not None:
-            self.out.append(batch)
+        if self.vocab is None:
+            self.vocab, self.rows = arrays.Vocabulary(), arrays.Rows(self.expected)
+        part = arrays.fast_rows(self.batches, read_columns(self.batches), self.contexts, self.objects, self.vocab)
+        if part is not None:
+            self.rows.add(part)
         self.batches = Batches.empty(self.batches.region)
         self.objects = []
+
+    def joined(self):
+        """Every part gathered so far, one array per column (the parts are let go)."""
+        from . import records_arrays as arrays
+
+        if self.rows is None:
+            self.vocab, self.rows = arrays.Vocabulary(), arrays.Rows(0)
+        joined = self.rows.joined(self.vocab)
+        self.rows = self.vocab = None
+        return joined
+
+    def table(self):
+        """The records gathered so far as an Arrow table."""
+        from . import records_arrays as arrays
+
+        return arrays.to_arrow(self.joined())

@@ -26,13 +26,13 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 def columnar_rows(sets, kind="response", base=None) -> list[tuple]:
     """Rows of the records table for record sets, read column-wise (one flush per call: one Arrow batch)."""
-    import pyarrow as pa
 
     builder = _Builder()
     for i, data in enumerate(sets):
         builder.add(7, kind, "t", i, base, data)
     builder.flush()
-    table = pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records"))
+    table = builder.table()
+    assert table.schema == spec.arrow_schema("records")
     rows = table.to_pylist()
     return [_normal(r) for r in rows]
 
@@ -146,6 +146,41 @@ def test_random_record_sets_of_every_codec_and_magic(seed: int) -> None:
     assert columnar_rows(sets, "request", 10) == reference_rows(sets, "request", 10)
 
 
+@settings(max_examples=int(os.environ.get("KAFKALAB_EXAMPLES", "25")), deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32))
+def test_batch_heads_count_and_check_as_the_reference_decoder(seed: int) -> None:
+    """What the frames table reads of a record set (records per batch, CRC notes) is the same from batch
+    heads as from the reference decoder's objects; sets of whole v2 batches are read as heads only."""
+    from kafkalab.dissect.facts import _batch_count
+    from kafkalab.protocol.records.recordset import BatchHead, batch_heads
+
+    rng = random.Random(seed)
+    regular = b"".join(_batch(rng, rng.choice(CODECS), i * 50) for i in range(rng.randrange(1, 4)))
+    mixed = regular + rng.choice([_legacy(rng, rng.choice((0, 1)), "none"), _damage(rng, _batch(rng, "none", 0))])
+
+    def seen(batches):
+        return [(_batch_count(b), b.crc_ok or b.partial, b.base_offset if not (b.crc_ok or b.partial) else None)
+                for b in batches]
+
+    heads = batch_heads(memoryview(regular))
+    assert all(isinstance(h, BatchHead) for h in heads)
+    assert seen(heads) == seen(decode_records(regular))
+    assert seen(batch_heads(memoryview(mixed))) == seen(decode_records(mixed))
+    assert batch_heads(b"") == decode_records(b"") == []
+
+
+def test_columns_sized_too_small_grow() -> None:
+    """The columns are sized from the frames' record counts; when more records come, they grow."""
+    rng = random.Random(11)
+    sets = [b"".join(_batch(rng, rng.choice(CODECS), i * 50) for i in range(30)) for _ in range(3)]
+    builder = _Builder(expected=5)
+    for i, data in enumerate(sets):
+        builder.add(7, "response", "t", i, None, data)
+    builder.flush()
+    assert [_normal(r) for r in builder.table().to_pylist()] == reference_rows(sets)
+
+
 def test_control_batches_come_from_the_reference_decoder() -> None:
     """A transaction marker between data batches: its row says control, and the rows stay in wire order."""
     rng = random.Random(3)
@@ -229,8 +264,6 @@ def test_a_batch_claiming_more_records_than_allowed_is_not_inflated(small_limits
 def test_the_record_sets_of_one_frame_share_one_budget(small_limits) -> None:
     """Six record sets of 10 records in one frame: the frame budget (50) lets five through; the sixth batch
     is "budget exceeded". A new frame starts with a full budget again."""
-    import pyarrow as pa
-
     sets = [encode_records([build_batch(_records(10), codec=codec, base_offset=0)])
             for codec in ("none", "gzip") * 3]
     builder = _Builder()
@@ -238,7 +271,7 @@ def test_the_record_sets_of_one_frame_share_one_budget(small_limits) -> None:
         builder.add(7, "response", "t", i, None, data)
     builder.add(8, "response", "t", 0, None, sets[0])
     builder.flush()
-    rows = pa.Table.from_batches(builder.out, schema=spec.arrow_schema("records")).to_pylist()
+    rows = builder.table().to_pylist()
     per_frame = {}
     for row in rows:
         per_frame.setdefault(row["frame"], set()).add(row["partition"])

@@ -1,10 +1,11 @@
 """How the codec hands RECORDS fields to the record-batch layer.
 
 The codec reads a RECORDS field's length prefix itself; the bytes inside belong to ``protocol.records``.
-Two modes: ``"batches"`` decodes them into batch objects (the default, what users and the dissector want),
-``"raw"`` keeps the bytes as they are (what the broker wants: it stores and serves batches without
-re-encoding them): a memoryview into the frame (read-only unless the caller passed a writable view), so
-nothing is copied until someone reads the records. Encoding accepts either form.
+Three modes: ``"batches"`` decodes them into batch objects (the default, what users and the dissector want),
+``"heads"`` into batch headers where the set is regular (what counting records needs, see
+``records.recordset.batch_heads``), ``"raw"`` keeps the bytes as they are (what the broker wants: it stores
+and serves batches without re-encoding them): a memoryview into the frame (read-only unless the caller
+passed a writable view), so nothing is copied until someone reads the records. Encoding accepts either form.
 """
 from __future__ import annotations
 
@@ -31,6 +32,16 @@ def _decode_batches(data: bytes):
 _decode_records = None              # records.decode_records, imported on first use (records imports the codec)
 
 
+def _batch_heads(data: bytes):
+    global _heads
+    if _heads is None:
+        from ..records.recordset import batch_heads as _heads
+    return _heads(data)
+
+
+_heads = None                       # records.recordset.batch_heads, imported on first use
+
+
 def _trace(data: bytes, node, base: int, path: str) -> None:
     from ..records import trace_records
     trace_records(data, node, base, path)
@@ -46,4 +57,5 @@ def _encode(value) -> bytes | None:
 RECORDS_HOOKS = {
     "batches": RecordsHooks(_decode_batches, _trace, _encode),
     "raw": RecordsHooks(memoryview, _trace, _encode),
+    "heads": RecordsHooks(_batch_heads, _trace, _encode),
 }
