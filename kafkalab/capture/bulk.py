@@ -22,8 +22,6 @@ None and the general pipeline reads the file, so nothing here ever has to be rig
 """
 from __future__ import annotations
 
-import mmap
-import os
 import socket
 import struct
 from typing import Iterable
@@ -31,39 +29,24 @@ from typing import Iterable
 from kafkalab.dissect import decoding
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.repeats import Repeats, request_key, response_key
-from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
-from kafkalab.pcap.files import LinkRecord
+from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
+from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore
 from .session import _KEEP_MESSAGES, unpaired_response
-from .streams import Conn, _dotted, span_bytes
+from .streams import Conn, span_bytes
 
 _SIZE = struct.Struct(">i")
 
 
-class Bail(Exception):
-    """The file is not one the bulk reader handles: the general pipeline reads it."""
-
-
-
 def read_bulk(source, ports: Iterable[int] | None = None):
-    """A :class:`~.capture.Capture` of ``source`` (a classic pcap path), or None when the general pipeline
-    must read it."""
-    if not isinstance(source, (str, os.PathLike)):
-        return None
-    try:
-        with open(source, "rb") as stream:
-            head = stream.peek(24)[:24]
-            if len(head) < 24 or head[:2] == b"\x1f\x8b":
-                return None
-            # Mapped, not read: the page cache is parsed in place. Nothing keeps the map after the read
-            # (frames' bytes are read back from the file when asked for, see FileBytes, which notices a
-            # change); a file cut shorter *during* the read would stop the process, which is why only files
-            # already written are read this way (tcpdump and dumpcap only ever append).
-            data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+    """A :class:`~.capture.Capture` of ``source`` (a pcap or pcapng path) read by the engine (see
+    :mod:`.engine`), or None when the general pipeline must read it. Nothing keeps the file's map after the
+    read: frames' bytes are read back from the file when asked for (see FileBytes, which notices a change)."""
+    data = mapped(source)
+    if data is None:
         return None
     try:
         return _read(data, ports, source)
@@ -72,57 +55,32 @@ def read_bulk(source, ports: Iterable[int] | None = None):
 
 
 def _read(data: bytes, ports: Iterable[int] | None, path):
-    from kafkalab.pcap.index import NotIndexable, packet_index      # numpy: only when a file is read in bulk
-
-    from .streams import NotRegular, streams
-
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
-    try:
-        index = packet_index(data)
-    except NotIndexable:
-        raise Bail from None
-    records = index.records
-    if len(index.others):                       # what the general decoder makes of the rest: no TCP allowed
-        decoder = PacketDecoder()
-        for i in index.others.tolist():
-            start, stored = int(records.start[i]), int(records.stored[i])
-            record = LinkRecord(i + 1, int(records.ts_ns[i]), int(records.linktype[i]), data[start:start + stored],
-                                int(records.original[i]))
-            if decoder.decode(record) is not None or decoder.pending_fragments():
-                raise Bail
-    if not len(index):
-        raise Bail
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
+    conns, windows, packets = plan(data, kafka_ports, keep=True)
+    columns, packet_conn = [[] for _ in range(11)], []
+    events = window_events(data, conns, kafka_ports, windows, columns, packet_conn)
+    decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True)
+    next(decoder)
     try:
-        conns, conn_of, frames = streams(index, data, kafka_ports)
-    except NotRegular:
-        raise Bail from None
-    if all(c.irregular for c in conns):
-        raise Bail
-    for conn in conns:
-        if not conn.irregular:
-            conn.client_ip = _dotted(conn.ends[conn.client][0])
-    packet_conn = [conns[c] for c in conn_of.tolist()]
-    if any(conn.irregular for conn in conns):           # their packets go to the general path one by one
-        columns = [index.src.tolist(), index.sport.tolist(), index.dst.tolist(), index.dport.tolist(),
-                   index.seq.tolist(), index.ack.tolist(), index.flags.tolist(), index.payload_start.tolist(),
-                   index.payload_length.tolist(), index.number.tolist(), index.ts_ns.tolist()]
-    else:
-        columns = [None] * 10 + [index.ts_ns.tolist()]
-    row_columns, objects, extras, analyzer = _decode(data, columns, conns, packet_conn, frames, kafka_ports)
-    del frames, packet_conn, columns
+        while True:
+            next(decoder)
+    except StopIteration as done:
+        row_columns, objects, extras, analyzer = done.value
+    del events, packet_conn, columns, windows
+    analyzer.packet_count = packets
     store = FrameStore(row_columns, objects, extras)
     store.raw = FileBytes(path, store.raw)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
-    return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=len(index),
+    return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
                    streams=len(conns))
 
 
-def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], frames: list,
-            kafka_ports: frozenset):
+def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], events: Iterable,
+            kafka_ports: frozenset, whole: bool = True):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
 
@@ -156,9 +114,11 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     request_memo, response_memo, remember = repeats.requests, repeats.responses, repeats.remember
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
-    irregular = ([i for i, conn in enumerate(packet_conn) if conn.irregular]
-                 if any(conn.irregular for conn in conns) else [])
-    for frame in _merge(irregular, frames):
+    yield dense, objects, extras, pairs, inferred_at, analyzer
+    for frame in events:
+        if frame is WINDOW_END:                 # rows so far: a streaming reader takes them now
+            yield index
+            continue
         if frame.__class__ is int:              # a packet of an irregular connection
             i = frame
             conn = packet_conn[i]
@@ -303,7 +263,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         index += 1
         for column in dense:
             column.append(None)
-    analyzer.packet_count = len(packet_conn)
+    yield index
+    if not whole:                               # a streaming reader took every row already
+        return None
     request_frames, response_frames, latency_column = [None] * index, [None] * index, [None] * index
     for asked, answer, asked_frame, answer_frame, latency in pairs:
         response_frames[asked] = answer_frame
@@ -317,25 +279,6 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     dense[R_LATENCY] = latency_column
     dense[R_INFERRED] = inferred_column
     return dense, objects, extras, analyzer
-
-
-def _merge(packets: list[int], frames: list[tuple]) -> list:
-    """Events in packet order: a packet of an irregular connection as its position (an int), a regular
-    connection's frame as itself, after the packets before the one that completed it (frames of one packet
-    in stream order)."""
-    if not packets:
-        return frames
-    if not frames:
-        return packets
-    out = []
-    j, total = 0, len(frames)
-    for i in packets:
-        while j < total and frames[j][0] < i:
-            out.append(frames[j])
-            j += 1
-        out.append(i)
-    out.extend(frames[j:])
-    return out
 
 
 def _ip_name(value: int, names: dict[int, str]) -> str:

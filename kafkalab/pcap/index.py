@@ -65,6 +65,7 @@ class PacketIndex:
     payload_head: np.ndarray     # the payload's first 4 bytes as a big-endian integer (-1: fewer than 4)
     records: Records
     others: np.ndarray           # 0-based record positions the general decoder must read
+    record_base: int = 0         # the file position of ``records``' first record (a window's)
 
     def __len__(self) -> int:
         return len(self.number)
@@ -178,22 +179,35 @@ def _record_windows(data) -> Iterator[Records]:
 
 
 def packet_index(data) -> PacketIndex:
-    """The packet index of a whole capture file held in ``data`` (bytes or a read-only map). The file is
-    read a window at a time (the record walk, then the headers of the window's packets), each window's
-    pages let go once read, so the index of a capture larger than memory can be built."""
-    windows, parts, base = [], [], 0
+    """The packet index of a whole capture file held in ``data`` (bytes or a read-only map): the windows of
+    :func:`index_windows` joined."""
+    windows = list(index_windows(data))
+    records = _concat([w.records for w in windows])
+    columns = [_joined([getattr(w, name) for w in windows]) for name in _COLUMNS]
+    return PacketIndex(*columns, records=records, others=_joined([w.others for w in windows]))
+
+
+_COLUMNS = ("number", "ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload_start",
+            "payload_length", "payload_head")
+
+
+def index_windows(data) -> Iterator[PacketIndex]:
+    """The packet index of a capture file, a window of about ``WINDOW`` file bytes at a time (record
+    numbers and ``others`` count from the file's start), each window's pages let go once read: the
+    index of a capture larger than memory is built window by window, and later stages may work on one
+    window at a time."""
+    base = 0
     for records in _record_windows(data):
-        parts.append(_index(data, records, base))
-        windows.append(records)
+        keep, columns = _index(data, records, base)
+        fast = np.zeros(len(records.start), dtype=bool)
+        fast[keep - base] = True
+        local = keep - base
+        window = PacketIndex(keep + 1, records.ts_ns[local], *columns, records=records,
+                             others=np.nonzero(~fast)[0] + base, record_base=base)
         base += len(records.start)
         if len(records.start):
             release(data, int(records.start[-1]))
-    records = _concat(windows)
-    keep = _joined([part[0] for part in parts])
-    columns = [_joined([part[1][k] for part in parts]) for k in range(10)]
-    fast = np.zeros(len(records.start), dtype=bool)
-    fast[keep] = True
-    return PacketIndex(keep + 1, records.ts_ns[keep], *columns, records=records, others=np.nonzero(~fast)[0])
+        yield window
 
 
 def _joined(arrays: list[np.ndarray]) -> np.ndarray:
