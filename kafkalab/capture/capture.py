@@ -14,7 +14,7 @@ from kafkalab.dissect import format_tree, hexdump
 from kafkalab.dissect.frame import Frame
 from kafkalab.pcap import TcpPacket, endpoint, read_packets
 
-from .analyzer import Analyzer
+from .analyzer import DEFAULT_PORTS, Analyzer
 from .scapy_packets import from_scapy
 
 PROGRESS_MIN_BYTES = 64 << 20
@@ -80,18 +80,59 @@ def _progress_bar(source, progress):
 
 
 def iter_frames(source, ports: Iterable[int] | None = None, *, diagnostics: list[str] | None = None,
-                progress=False, _analyzer: Analyzer | None = None) -> Iterator[Frame]:
+                progress=False) -> Iterator[Frame]:
     """Kafka frames as they complete, holding only connections' in-flight state (not the whole capture).
     A request is yielded before its response exists; its ``response_frame`` and ``latency_ms`` are filled in
     on the same object when the response is seen."""
-    analyzer = _analyzer or Analyzer(ports)
+    yield from frame_stream(source, ports, diagnostics, progress)
+
+
+def frame_stream(source, ports: Iterable[int] | None = None, diagnostics: list[str] | None = None,
+                 progress=False):
+    """The frames of ``source`` as an iterable with ``awaiting_response(frame)``: the engine's, window by
+    window (:class:`.engine.FrameStream`), for a capture file it reads; else the general pipeline's, packet
+    by packet (gzip, file objects, packets, a rotated capture, files the engine refuses, and files under
+    ``ENGINE_MIN_BYTES``, whose reading costs less than loading numpy: both give the same frames)."""
     notes = [] if diagnostics is None else diagnostics
-    analyzer.diagnostics = notes            # the file's notes and the analyzer's (streams without Kafka) in one
-    for packet in _packets(source, notes, progress):
-        packet_frames = analyzer.feed(packet)
-        if packet_frames:
-            yield from packet_frames
-    yield from analyzer.finish()
+    if BULK and not _is_file_list(source) and _size(source) >= ENGINE_MIN_BYTES:
+        from .engine import Bail, FrameStream, mapped
+
+        data = mapped(source)
+        if data is not None:
+            try:
+                return FrameStream(data, DEFAULT_PORTS | frozenset(ports or ()), notes,
+                                   _progress_bar(source, progress))
+            except Bail:
+                pass
+    return PacketStream(source, ports, notes, progress)
+
+
+ENGINE_MIN_BYTES = 1 << 20
+
+
+def _size(source) -> int:
+    try:
+        return os.path.getsize(source) if isinstance(source, (str, os.PathLike)) else -1
+    except OSError:
+        return -1
+
+
+class PacketStream:
+    """The general pipeline over a source's packets, one by one (see :func:`frame_stream`)."""
+
+    def __init__(self, source, ports: Iterable[int] | None, diagnostics: list[str], progress) -> None:
+        self.analyzer = Analyzer(ports)
+        self.analyzer.diagnostics = diagnostics     # the file's notes and the analyzer's in one list
+        self._source, self._progress = source, progress
+        self.awaiting_response = self.analyzer.awaiting_response
+
+    def __iter__(self) -> Iterator[Frame]:
+        analyzer = self.analyzer
+        for packet in _packets(self._source, analyzer.diagnostics, self._progress):
+            packet_frames = analyzer.feed(packet)
+            if packet_frames:
+                yield from packet_frames
+        yield from analyzer.finish()
 
 
 class Capture:
@@ -248,11 +289,10 @@ def read_capture(path_or_packets, ports: Iterable[int] | None = None, progress=N
             capture = read_bulk(path_or_packets, ports)
             if capture is not None:
                 return capture
-        analyzer = Analyzer(ports)
         diagnostics: list[str] = []
-        frames = list(iter_frames(path_or_packets, ports, diagnostics=diagnostics, progress=progress,
-                                  _analyzer=analyzer))
-    return Capture(frames, analyzer, diagnostics)
+        stream = PacketStream(path_or_packets, ports, diagnostics, progress)
+        frames = list(stream)
+    return Capture(frames, stream.analyzer, diagnostics)
 
 
 BULK = True         # read_capture tries the bulk reader first (tests switch it off to compare)

@@ -32,6 +32,7 @@ from typing import Iterable, Iterator
 from kafkalab.pcap import PacketDecoder
 from kafkalab.pcap.files import LinkRecord
 
+from .frame_store import R_INFERRED, R_LATENCY, R_REQUEST_FRAME, R_RESPONSE_FRAME
 from .streams import Conn, NotRegular, Streams, _dotted, span_bytes
 
 WINDOW_END = object()           # the events of one window end here
@@ -78,7 +79,7 @@ def plan(data, kafka_ports: frozenset, keep: bool) -> tuple[list[Conn], list | N
     except (NotIndexable, NotRegular):
         raise Bail from None
     conns = first.finish()
-    if not packets or all(c.irregular for c in conns):
+    if not packets:
         raise Bail
     for conn in conns:
         if not conn.irregular:
@@ -143,3 +144,91 @@ def _merge(packets: list[int], frames: list[tuple]) -> list:
         out.append(i)
     out.extend(frames[j:])
     return out
+
+
+class FrameStream:
+    """The frames of a capture file, window by window, as :class:`~kafkalab.dissect.frame.Frame`s in frame
+    order: each window's rows become Frames and are let go, so memory is bounded by a window, the requests
+    still waiting for their response and the general path's open connections. A request is given out before
+    its response exists; its ``response_frame`` and ``latency_ms`` are filled in on the same object when the
+    response is seen (:meth:`awaiting_response` says whether it may still be). Raises :class:`Bail` (before
+    any frame) for a file the general pipeline must read."""
+
+    def __init__(self, data, kafka_ports: frozenset, diagnostics: list[str], bar=None) -> None:
+        self.conns, _, self.packets = plan(data, kafka_ports, keep=False)
+        self._data, self._ports, self._notes, self._bar = data, kafka_ports, diagnostics, bar
+        self.analyzer = None
+        self._open: dict[int, object] = {}              # row -> a regular connection's request still waiting
+        self._waiting: set[int] = set()                 # ... the ids of those Frames
+
+    def awaiting_response(self, frame) -> bool:
+        """True while ``frame`` (a request) waits for a response that may still come."""
+        if self.conns[frame.stream].irregular:
+            return self.analyzer is not None and self.analyzer.awaiting_response(frame)
+        return id(frame) in self._waiting
+
+    def __iter__(self):
+        from .bulk import _decode
+
+        data, conns = self._data, self.conns
+        columns, packet_conn = [[] for _ in range(11)], []
+        events = window_events(data, conns, self._ports, None, columns, packet_conn)
+        decoder = _decode(data, columns, conns, packet_conn, events, self._ports, whole=False)
+        dense, objects, extras, pairs, inferred_at, self.analyzer = next(decoder)
+        self.analyzer.diagnostics = self._notes
+        self.analyzer.packet_count = self.packets
+        base = 0
+        for end in decoder:
+            if self._bar is not None:
+                self._bar.update(len(packet_conn))
+            made = self._frames(base, end, dense, objects, extras, inferred_at)
+            self._pair(base, made, pairs)
+            for column in dense:
+                column.clear()
+            base = end
+            yield from made
+
+    def _frames(self, base: int, end: int, dense: list, objects: dict, extras: dict, inferred_at: list) -> list:
+        """Rows base..end as Frames (the general path's are its own objects)."""
+        from kafkalab.dissect.frame import frame_from_row
+
+        from .frame_store import R_DIAGNOSTICS, R_OFFSET, R_RAW, R_TOPICS, R_TS
+
+        data, view = self._data, memoryview(self._data)
+        inferred = set(inferred_at)
+        inferred_at.clear()
+        fields = [k for k in range(R_TS + 1) if k not in _PAIRING]
+        made = []
+        for j in range(end - base):
+            i = base + j
+            frame = objects.pop(i, None)
+            if frame is None:
+                row = [None] * (R_TS + 1)
+                for k in fields:
+                    row[k] = dense[k][j]
+                row[R_INFERRED] = i in inferred
+                row[R_TOPICS], row[R_DIAGNOSTICS] = list(row[R_TOPICS]), list(row[R_DIAGNOSTICS])
+                where = dense[R_RAW][j]
+                raw = data[where[0]:where[1]] if len(where) == 2 else span_bytes(view, where)
+                message, topic_ids = extras.pop(i, (None, None))
+                frame = frame_from_row(row + [raw, dense[R_OFFSET][j], topic_ids, message])
+                if frame.kind == "request":
+                    self._open[i] = frame
+            made.append(frame)
+        return made
+
+    def _pair(self, base: int, made: list, pairs: list) -> None:
+        """Link the pairs completed in the window; forget requests no longer waiting."""
+        for asked, answer, asked_frame, answer_frame, latency in pairs:
+            request = made[asked - base] if asked >= base else self._open[asked]
+            response = made[answer - base]
+            request.response_frame, response.request_frame = answer_frame, asked_frame
+            request.latency_ms = response.latency_ms = latency
+        pairs.clear()
+        if self._open:
+            live = {token[0] for conn in self.conns if not conn.irregular for token in conn.asked.in_flight.values()}
+            self._open = {i: frame for i, frame in self._open.items() if i in live}
+            self._waiting = {id(frame) for frame in self._open.values()}
+
+
+_PAIRING = frozenset({R_REQUEST_FRAME, R_RESPONSE_FRAME, R_LATENCY, R_INFERRED})   # filled in by pairing
