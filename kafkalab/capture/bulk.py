@@ -36,7 +36,8 @@ from .analyzer import Analyzer
 from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore
 from .session import _KEEP_MESSAGES, unpaired_response
-from .streams import Conn, span_bytes
+from .segments import span_bytes
+from .streams import Conn
 
 _SIZE = struct.Struct(">i")
 

@@ -33,7 +33,8 @@ from kafkalab.pcap import PacketDecoder
 from kafkalab.pcap.files import LinkRecord
 
 from .frame_store import R_INFERRED, R_LATENCY, R_REQUEST_FRAME, R_RESPONSE_FRAME
-from .streams import Conn, NotRegular, Streams, _dotted, span_bytes
+from .segments import span_bytes
+from .streams import Conn, NotRegular, Streams, _dotted
 
 WINDOW_END = object()           # the events of one window end here
 

@@ -107,7 +107,7 @@ class CaptureFileChanged(RuntimeError):
 
 class FileBytes:
     """Each frame's bytes, by index: held ones as they are, the others read back from the capture file when
-    asked for (its place: ``(start, end)``, or a span over segments, see :func:`.streams.span_ranges`).
+    asked for (its place: ``(start, end)``, or a span over segments, see :func:`.segments.span_ranges`).
 
     Why: a read that kept every frame's bytes would hold the capture's size in memory again; the page cache
     holds them already. The file may grow (a capture still being written only has packets appended); any
@@ -126,7 +126,7 @@ class FileBytes:
         entry = self.entries[index]
         if entry is None or isinstance(entry, (bytes, bytearray)):
             return entry
-        from .streams import span_ranges
+        from .segments import span_ranges
 
         ranges = [entry] if len(entry) == 2 else span_ranges(entry)
         with open(self.path, "rb") as stream:

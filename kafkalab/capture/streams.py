@@ -19,7 +19,7 @@ connection's RST were, and (while the connection looks regular) the unfinished f
 (:class:`Direction`). Within a window every test is a numpy expression over the window's packets (exclusive
 sums of payload lengths per direction, plus what earlier windows carried, give each segment's expected
 sequence number and what each acknowledgement may cover); only the frame cutting walks frame by frame,
-jumping over segments with a binary search. Whether a connection is regular is known only at the end of
+jumping over segments with a binary search (:mod:`.segments`). Whether a connection is regular is known only at the end of
 the capture, so a reader makes two passes over the windows: :meth:`Streams.classify` (pass 1) then, with a
 fresh :class:`Streams` told the verdicts, :meth:`Streams.frames` (pass 2, the regular connections' frames).
 Whatever the windows, the verdicts and frames are those of one window holding the whole capture.
@@ -30,14 +30,14 @@ order of their first packet (a distributed reader numbers them the same way from
 from __future__ import annotations
 
 import socket
-from bisect import bisect_left
 from typing import Iterable
 
 import numpy as np
 
 from kafkalab.pcap import endpoint
 from kafkalab.protocol.correlation import Asked
-from kafkalab.protocol.framing import MAX_FRAME_SIZE, PREFIX, frame_size
+
+from .segments import Direction
 
 SEQ_MOD = 1 << 32
 HALF = 1 << 31
@@ -195,7 +195,7 @@ class Streams:
         in this window in the order they complete, the positions of the irregular connections' packets).
         Positions count from the window's first packet. A frame is (packet position, connection, side, stream
         offset, start, end) with its bytes at data[start:end], or (packet position, connection, side, stream
-        offset, 0, 0, span) when they span segments (see :func:`span_ranges`); the packet is the one holding
+        offset, 0, 0, span) when they span segments (see :func:`.segments.span_ranges`); the packet is the one holding
         the frame's last byte."""
         n = len(index)
         if not n:
@@ -312,72 +312,6 @@ def _count(conns: list[Conn], index, conn_of: np.ndarray, stream: np.ndarray) ->
         conn.last_ts = max(conn.last_ts, int(last_ns[c]) / 1e9)
 
 
-class Direction:
-    """One direction of a regular connection across windows: where its next frame starts in the direction's
-    byte stream, and the segments (file offsets) holding the bytes from there on, an unfinished frame's."""
-
-    __slots__ = ("pos", "total", "starts", "lengths", "ends", "positions")
-
-    def __init__(self) -> None:
-        self.pos = self.total = 0               # stream offsets: the next frame's start, the bytes seen
-        self.starts: list[int] = []
-        self.lengths: list[int] = []
-        self.ends: list[int] = []               # stream offset after each segment
-        self.positions: list[int] = []
-
-    def pending(self) -> bool:
-        """Bytes that do not make a whole frame yet."""
-        return self.pos < self.total
-
-    def walk(self, data, index, packets: np.ndarray, conn, side: int, frames: list | None) -> bool:
-        """Cut the frames the window's segments ``packets`` (this direction's, with payload, in order)
-        complete, appending them to ``frames`` (None: only check); False when the bytes do not cut into
-        frames (a size prefix out of range)."""
-        length = index.payload_length[packets]
-        total = self.total
-        if self.pos == total and (length >= PREFIX).all() and (index.payload_head[packets] == length - PREFIX).all():
-            # each segment is one whole frame (the common case for small frames): no walk
-            self.pos = self.total = total + int(length.sum())
-            if frames is not None:
-                starts = index.payload_start[packets]
-                offsets = total + np.cumsum(length) - length
-                frames.extend(zip(packets.tolist(), [conn] * len(packets), [side] * len(packets), offsets.tolist(),
-                                  starts.tolist(), (starts + length).tolist()))
-            return True
-        starts = self.starts + index.payload_start[packets].tolist()
-        lengths = self.lengths + length.tolist()
-        ends = self.ends + (total + np.cumsum(length)).tolist()
-        positions = self.positions + packets.tolist()
-        total = ends[-1]
-        pos, k = self.pos, 0
-        while pos + PREFIX <= total:
-            k = bisect_left(ends, pos + 1, k)                   # the segment holding byte ``pos``
-            offset = starts[k] + pos - (ends[k] - lengths[k])
-            if pos + PREFIX <= ends[k]:
-                size = frame_size(data, offset)
-            else:
-                size = frame_size(_span(data, starts, lengths, ends, k, pos, pos + PREFIX))
-            if size < 0 or size > MAX_FRAME_SIZE:
-                return False
-            end = pos + PREFIX + size
-            if end > total:                                     # unfinished: the next window finishes it
-                break
-            last = bisect_left(ends, end, k)                    # the segment holding the frame's last byte
-            if frames is None:
-                pass
-            elif last == k:
-                frames.append((positions[k], conn, side, pos, offset, offset + PREFIX + size))
-            else:
-                span = (starts, lengths, k, last, offset, starts[last] + end - (ends[last] - lengths[last]))
-                frames.append((positions[last], conn, side, pos, 0, 0, span))
-            pos, k = end, last
-        keep = bisect_left(ends, pos + 1)                       # the segments still holding unfinished bytes
-        self.pos, self.total = pos, total
-        self.starts, self.lengths, self.ends, self.positions = \
-            starts[keep:], lengths[keep:], ends[keep:], positions[keep:]
-        return True
-
-
 def _connections(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each packet's connection (numbered by first packet) and each connection's first packet."""
     low, high = np.minimum(a, b), np.maximum(a, b)
@@ -429,31 +363,6 @@ def _peer_delivered(stream, length, position, asking) -> np.ndarray:
     begin = starts[np.minimum(peer, len(starts) - 1)]
     before_stream = np.where(begin > 0, total[np.maximum(begin - 1, 0)], 0)
     out[at] = np.where(upto > begin, total[np.maximum(upto - 1, 0)] - before_stream, 0)
-    return out
-
-
-def span_ranges(span: tuple) -> list[tuple[int, int]]:
-    """The file ranges holding a frame that spans segments, in order: the span is (the direction's segment
-    starts and lengths, first and last segment, where the frame starts in the first, ends in the last)."""
-    starts, lengths, k, last, head, tail = span
-    return [(head, starts[k] + lengths[k]), *((starts[j], starts[j] + lengths[j]) for j in range(k + 1, last)),
-            (starts[last], tail)]
-
-
-def span_bytes(view: memoryview, span: tuple) -> bytes:
-    """A frame that spans segments, joined (one copy) from a view of the file."""
-    return b"".join([view[a:b] for a, b in span_ranges(span)])
-
-
-def _span(data, starts, lengths, ends, k: int, pos: int, end: int) -> bytes:
-    """Stream bytes [pos, end) that cross segment boundaries, from segment ``k`` on."""
-    out = b""
-    while pos < end:
-        at = starts[k] + pos - (ends[k] - lengths[k])
-        take = min(end, ends[k]) - pos
-        out += data[at:at + take]
-        pos += take
-        k += 1
     return out
 
 
