@@ -37,6 +37,7 @@ from .segments import span_bytes
 from .streams import Conn, NotRegular, Streams, _dotted
 
 WINDOW_END = object()           # the events of one window end here
+STREAM_WINDOW = 8 << 20         # file bytes per window when streaming: about 100 MiB at most for iter_frames
 
 
 class Bail(Exception):
@@ -62,16 +63,17 @@ def mapped(source):
         return None
 
 
-def plan(data, kafka_ports: frozenset, keep: bool) -> tuple[list[Conn], list | None, int]:
-    """Pass 1: (the connections with their verdicts, the packet index windows when ``keep``, else None,
-    the number of TCP packets). Raises :class:`Bail` for a file the general pipeline must read."""
+def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None) -> tuple[list[Conn], list | None, int]:
+    """Pass 1 over windows of ``window`` bytes (default: ``pcap.index.WINDOW``): (the connections with their
+    verdicts, the packet index windows when ``keep``, else None, the number of TCP packets). Raises
+    :class:`Bail` for a file the general pipeline must read."""
     from kafkalab.pcap.index import NotIndexable, index_windows     # numpy: only when a file is read so
 
     first = Streams(kafka_ports)
     kept: list | None = [] if keep else None
     packets = 0
     try:
-        for index in index_windows(data):
+        for index in index_windows(data, window):
             _no_other_tcp(data, index)
             first.classify(index, data)
             packets += len(index)
@@ -108,7 +110,7 @@ _PACKET_COLUMNS = ("src", "sport", "dst", "dport", "seq", "ack", "flags", "paylo
 
 
 def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iterable | None, columns: list,
-                  packet_conn: list) -> Iterator:
+                  packet_conn: list, window: int | None = None) -> Iterator:
     """Pass 2: the events of each window in packet order, then :data:`WINDOW_END`. An event is a regular
     connection's frame (see :meth:`.streams.Streams.frames`) or the window position (an int) of an irregular
     connection's packet. ``columns`` (the packet columns the general path needs, then ``ts_ns``) and
@@ -117,7 +119,7 @@ def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iter
 
     second = Streams(kafka_ports, conns)
     any_irregular = any(c.irregular for c in conns)
-    for index in (index_windows(data) if windows is None else windows):
+    for index in (index_windows(data, window) if windows is None else windows):
         conn_of, frames, irregular = second.frames(index, data)
         packet_conn[:] = [conns[c] for c in conn_of.tolist()]
         if any_irregular:
@@ -156,7 +158,7 @@ class FrameStream:
     any frame) for a file the general pipeline must read."""
 
     def __init__(self, data, kafka_ports: frozenset, diagnostics: list[str], bar=None) -> None:
-        self.conns, _, self.packets = plan(data, kafka_ports, keep=False)
+        self.conns, _, self.packets = plan(data, kafka_ports, keep=False, window=STREAM_WINDOW)
         self._data, self._ports, self._notes, self._bar = data, kafka_ports, diagnostics, bar
         self.analyzer = None
         self._open: dict[int, object] = {}              # row -> a regular connection's request still waiting
@@ -173,7 +175,7 @@ class FrameStream:
 
         data, conns = self._data, self.conns
         columns, packet_conn = [[] for _ in range(11)], []
-        events = window_events(data, conns, self._ports, None, columns, packet_conn)
+        events = window_events(data, conns, self._ports, None, columns, packet_conn, STREAM_WINDOW)
         decoder = _decode(data, columns, conns, packet_conn, events, self._ports, whole=False)
         dense, objects, extras, pairs, inferred_at, self.analyzer = next(decoder)
         self.analyzer.diagnostics = self._notes

@@ -81,8 +81,10 @@ def pcapng_records(data) -> Records:
     return _concat(list(_pcapng_windows(data)))
 
 
-def _pcap_windows(data) -> Iterator[Records]:
-    """The records of a classic pcap file, a window of about ``WINDOW`` file bytes at a time."""
+def _pcap_windows(data, window: int | None = None) -> Iterator[Records]:
+    """The records of a classic pcap file, a window of about ``window`` (default ``WINDOW``) file bytes at a
+    time."""
+    window = window or WINDOW
     order, nanos = PCAP_MAGICS[struct.unpack_from("<I", data)[0]]
     major, _, _, _, snaplen, linktype = struct.unpack_from(order + "HHiIII", data, 4)
     if major != 2:
@@ -92,7 +94,7 @@ def _pcap_windows(data) -> Iterator[Records]:
     while pos + 16 <= n:
         offsets: list[int] = []
         add = offsets.append
-        limit = min(n, pos + WINDOW)
+        limit = min(n, pos + window)
         while pos + 16 <= limit:
             stored = unpack(data, pos + 8)[0]
             if stored > MAX_RECORD:
@@ -110,13 +112,14 @@ def _pcap_windows(data) -> Iterator[Records]:
         raise NotIndexable("truncated")
 
 
-def _pcapng_windows(data) -> Iterator[Records]:
-    """The records of a pcapng file, a window of about ``WINDOW`` file bytes at a time."""
+def _pcapng_windows(data, window: int | None = None) -> Iterator[Records]:
+    """The records of a pcapng file, a window of about ``window`` (default ``WINDOW``) file bytes at a time."""
+    window = window or WINDOW
     order = "<"
     interfaces: list[_Interface] = []
     columns: list[list[int]] = [[], [], [], [], [], []]    # start, time, stored, original, snaplen, linktype
     pos, n = 0, len(data)
-    limit = WINDOW
+    limit = window
     while pos < n:
         if pos + 12 > n:
             raise NotIndexable("truncated")
@@ -154,7 +157,7 @@ def _pcapng_windows(data) -> Iterator[Records]:
         if pos >= limit:
             yield Records(*(np.array(column, dtype=np.int64) for column in columns))
             columns = [[], [], [], [], [], []]
-            limit = pos + WINDOW
+            limit = pos + window
     yield Records(*(np.array(column, dtype=np.int64) for column in columns))
 
 
@@ -167,14 +170,14 @@ def file_records(data) -> Records:
     return _concat(list(_record_windows(data)))
 
 
-def _record_windows(data) -> Iterator[Records]:
+def _record_windows(data, window: int | None = None) -> Iterator[Records]:
     if len(data) < 24:
         raise NotIndexable("too short")
     magic = struct.unpack_from("<I", data)[0]
     if magic in PCAP_MAGICS:
-        return _pcap_windows(data)
+        return _pcap_windows(data, window)
     if magic == PCAPNG_SHB:
-        return _pcapng_windows(data)
+        return _pcapng_windows(data, window)
     raise NotIndexable("not a pcap or pcapng file")
 
 
@@ -191,13 +194,14 @@ _COLUMNS = ("number", "ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "fl
             "payload_length", "payload_head")
 
 
-def index_windows(data) -> Iterator[PacketIndex]:
-    """The packet index of a capture file, a window of about ``WINDOW`` file bytes at a time (record
+def index_windows(data, window: int | None = None) -> Iterator[PacketIndex]:
+    """The packet index of a capture file, a window of about ``window`` (default ``WINDOW``) file bytes at a
+    time (record
     numbers and ``others`` count from the file's start), each window's pages let go once read: the
     index of a capture larger than memory is built window by window, and later stages may work on one
     window at a time."""
     base = 0
-    for records in _record_windows(data):
+    for records in _record_windows(data, window):
         keep, columns = _index(data, records, base)
         fast = np.zeros(len(records.start), dtype=bool)
         fast[keep - base] = True

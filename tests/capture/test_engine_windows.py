@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import kafkalab.capture.capture as capture_module
+import kafkalab.capture.engine as engine_module
 import kafkalab.pcap.index as index_module
 from kafkalab.capture import iter_frames, read_capture, write_frames
 from kafkalab.capture.capture import frame_stream
@@ -38,6 +39,7 @@ def engine_for_small_files(monkeypatch):
 def window(request, monkeypatch):
     if request.param is not None:
         monkeypatch.setattr(index_module, "WINDOW", request.param)
+        monkeypatch.setattr(engine_module, "STREAM_WINDOW", request.param)
     return request.param
 
 
@@ -85,13 +87,13 @@ def test_streamed_frames_are_the_read_frames_on_damaged_captures(tmp_path_factor
         data = as_pcapng(data, rnd)
     path.write_bytes(data)
     whole = read_capture(path, ports or None)
-    saved = index_module.WINDOW
-    index_module.WINDOW = window_bytes
+    saved = index_module.WINDOW, engine_module.STREAM_WINDOW
+    index_module.WINDOW = engine_module.STREAM_WINDOW = window_bytes
     try:
         assert_streamed_equals_read(path, ports or None)
         windowed = read_capture(path, ports or None)
     finally:
-        index_module.WINDOW = saved
+        index_module.WINDOW, engine_module.STREAM_WINDOW = saved
     pd.testing.assert_frame_equal(windowed.frames, whole.frames)
     pd.testing.assert_frame_equal(windowed.connections, whole.connections)
     pd.testing.assert_frame_equal(windowed.exchanges, whole.exchanges)
