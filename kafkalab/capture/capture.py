@@ -138,14 +138,19 @@ class PacketStream:
 class Capture:
     """A whole capture: frames (objects and tables), exchanges, records and connections.
 
-    After a bulk read (see :mod:`.bulk`) the frames are held as a table and become :class:`Frame` objects on
-    first access; ``frame_list`` makes them all."""
+    The frames are held as a :class:`~.frame_store.FrameStore` whoever read them: the engine's rows (Frame
+    objects made on first access) or Frames of the general pipeline (``frames`` a list); ``frame_list``
+    makes them all."""
 
     def __init__(self, frames, analyzer: Analyzer, diagnostics: list[str], *,
                  connections: list[dict] | None = None, packets: int | None = None,
                  streams: int | None = None) -> None:
-        self._store = None if isinstance(frames, list) else frames     # the bulk reader's FrameStore
-        self._list: list[Frame] | None = frames if self._store is None else None
+        if isinstance(frames, list):
+            from .frame_store import FrameStore
+
+            frames = FrameStore.of_frames(frames)
+        self._store = frames
+        self._list: list[Frame] | None = None
         self.diagnostics = diagnostics
         self._analyzer = analyzer
         self._extra_connections = connections or []
@@ -163,28 +168,22 @@ class Capture:
 
     def rows(self) -> list:
         """Every frame as a light row (see :mod:`.rows`): the frames table's values, read like a Frame's
-        (anything else comes from the Frame, made on first use). After a bulk read no Frame is made."""
-        if self._list is not None:
-            return list(self._list)
+        (anything else comes from the Frame, made on first use)."""
         from .rows import frame_rows
 
         with gc_paused():
             return frame_rows(self._store.columns, self.__getitem__)
 
     def __len__(self) -> int:
-        return len(self._store) if self._list is None else len(self._list)
+        return len(self._store)
 
     def __iter__(self) -> Iterator[Frame]:
-        if self._list is not None:
-            return iter(self._list)
         return (self._store.frame(i) for i in range(len(self._store)))
 
     def __getitem__(self, number: int) -> Frame:
         """Frame ``number`` (1-based, as in the ``frame`` column)."""
         if not isinstance(number, int) or not 1 <= number <= len(self):
             raise IndexError(f"frame numbers run from 1 to {len(self)}, not {number!r}")
-        if self._list is not None:
-            return self._list[number - 1]
         return self._store.frame(number - 1)
 
     def __repr__(self) -> str:
@@ -198,10 +197,7 @@ class Capture:
 
     @property
     def frames(self):
-        from kafkalab.dissect.frame import frames_table
-        if self._store is not None:
-            return self._table("frames", lambda: self._store.table)
-        return self._table("frames", lambda: frames_table(self.frame_list))
+        return self._table("frames", lambda: self._store.table)
 
     @property
     def exchanges(self):
@@ -211,10 +207,9 @@ class Capture:
     @property
     def records(self):
         from kafkalab.dissect.records_table import records_table
-        if self._store is not None:             # read from the held bytes: no Frame objects made
-            from .rows import record_sources
-            return self._table("records", lambda: records_table(record_sources(self._store)))
-        return self._table("records", lambda: records_table(self.frame_list))
+
+        from .rows import record_sources        # read from the held bytes: no Frame objects made
+        return self._table("records", lambda: records_table(record_sources(self._store)))
 
     @property
     def connections(self):
@@ -249,12 +244,8 @@ class Capture:
         from kafkalab.dissect.filter import compile_filter
 
         predicate = compile_filter(expression)
-        if self._list is None:                  # frames held as a table: test its rows, make no objects
-            table = self.frames
-            mask = np.fromiter((predicate(row) for row in table.itertuples(index=False)), dtype=bool,
-                               count=len(table))
-        else:
-            mask = np.fromiter((predicate(f) for f in self._list), dtype=bool, count=len(self._list))
+        table = self.frames                     # test the table's rows, make no objects
+        mask = np.fromiter((predicate(row) for row in table.itertuples(index=False)), dtype=bool, count=len(table))
         return self.frames[mask]
 
     def text(self, number: int, *, hex: bool = False) -> str:

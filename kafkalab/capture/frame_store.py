@@ -40,6 +40,11 @@ class FrameStore:
         self.extras: dict[int, tuple] = extras or {}     # index -> (message, topic_ids) where either is set
         self._table = None
 
+    @classmethod
+    def of_frames(cls, frames: list) -> FrameStore:
+        """A store of Frames the general pipeline made (their values as they are now)."""
+        return cls([[None] * len(frames) for _ in range(R_OFFSET + 1)], dict(enumerate(frames)))
+
     @property
     def table(self):
         """The frames table (pandas), built on first use. The plain columns it is built from are let go
