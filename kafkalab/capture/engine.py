@@ -65,7 +65,8 @@ def mapped(source):
 
 def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None) -> tuple[list[Conn], list | None, int]:
     """Pass 1 over windows of ``window`` bytes (default: ``pcap.index.WINDOW``): (the connections with their
-    verdicts, the packet index windows when ``keep``, else None, the number of TCP packets). Raises
+    verdicts, the packet index windows with the frames cut in them when ``keep``, else None, the number of
+    TCP packets). Raises
     :class:`Bail` for a file the general pipeline must read."""
     from kafkalab.pcap.index import NotIndexable, index_windows     # numpy: only when a file is read so
 
@@ -75,10 +76,11 @@ def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None) ->
     try:
         for index in index_windows(data, window):
             _no_other_tcp(data, index)
-            first.classify(index, data)
+            cut: list | None = [] if kept is not None else None
+            first.classify(index, data, cut)
             packets += len(index)
             if kept is not None:
-                kept.append(index)
+                kept.append((index, cut))
     except (NotIndexable, NotRegular):
         raise Bail from None
     conns = first.finish()
@@ -111,16 +113,17 @@ _PACKET_COLUMNS = ("src", "sport", "dst", "dport", "seq", "ack", "flags", "paylo
 
 def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iterable | None, columns: list,
                   packet_conn: list, window: int | None = None) -> Iterator:
-    """Pass 2: the events of each window in packet order, then :data:`WINDOW_END`. An event is a regular
-    connection's frame (see :meth:`.streams.Streams.frames`) or the window position (an int) of an irregular
-    connection's packet. ``columns`` (the packet columns the general path needs, then ``ts_ns``) and
+    """Pass 2 (over ``windows``, pass 1's kept windows and frames, or else the file indexed and cut again):
+    the events of each window in packet order, then :data:`WINDOW_END`. An event is a regular connection's
+    frame (see :meth:`.streams.Streams.frames`) or the window position (an int) of an irregular connection's
+    packet. ``columns`` (the packet columns the general path needs, then ``ts_ns``) and
     ``packet_conn`` (each packet's :class:`Conn`) are refilled in place with the window's values."""
     from kafkalab.pcap.index import index_windows
 
     second = Streams(kafka_ports, conns)
     any_irregular = any(c.irregular for c in conns)
-    for index in (index_windows(data, window) if windows is None else windows):
-        conn_of, frames, irregular = second.frames(index, data)
+    for index, cut in (((w, None) for w in index_windows(data, window)) if windows is None else windows):
+        conn_of, frames, irregular = second.frames(index, data, cut)
         packet_conn[:] = [conns[c] for c in conn_of.tolist()]
         if any_irregular:
             for column, name in zip(columns, _PACKET_COLUMNS):
@@ -200,21 +203,22 @@ class FrameStream:
         data, view = self._data, memoryview(self._data)
         inferred = set(inferred_at)
         inferred_at.clear()
-        fields = [k for k in range(R_TS + 1) if k not in _PAIRING]
+        count = end - base
+        filler = [None] * count                     # the pairing columns: filled in by _pair
+        values = zip(*(filler if k in _PAIRING else dense[k] for k in range(R_TS + 1)))
+        places, offsets = dense[R_RAW], dense[R_OFFSET]
         made = []
-        for j in range(end - base):
+        for j, row in enumerate(values):
             i = base + j
-            frame = objects.pop(i, None)
+            frame = objects.pop(i, None) if objects else None
             if frame is None:
-                row = [None] * (R_TS + 1)
-                for k in fields:
-                    row[k] = dense[k][j]
+                row = list(row)
                 row[R_INFERRED] = i in inferred
                 row[R_TOPICS], row[R_DIAGNOSTICS] = list(row[R_TOPICS]), list(row[R_DIAGNOSTICS])
-                where = dense[R_RAW][j]
+                where = places[j]
                 raw = data[where[0]:where[1]] if len(where) == 2 else span_bytes(view, where)
-                message, topic_ids = extras.pop(i, (None, None))
-                frame = frame_from_row(row + [raw, dense[R_OFFSET][j], topic_ids, message])
+                message, topic_ids = extras.pop(i, (None, None)) if extras else (None, None)
+                frame = frame_from_row(row + [raw, offsets[j], topic_ids, message])
                 if frame.kind == "request":
                     self._open[i] = frame
             made.append(frame)

@@ -146,8 +146,10 @@ class Streams:
 
     # ------------------------------------------------------------ pass 1
 
-    def classify(self, index, data) -> None:
-        """Pass 1 over one window: connections, counters, and what makes a connection irregular."""
+    def classify(self, index, data, frames: list | None = None) -> None:
+        """Pass 1 over one window: connections, counters, and what makes a connection irregular. With
+        ``frames``, the frames of the connections regular so far are cut into it as :meth:`frames` would
+        (a reader that keeps the windows need not cut them again: see ``cut`` there)."""
         n = len(index)
         if not n:
             return
@@ -169,7 +171,7 @@ class Streams:
                 continue
             packets = order[bounds[j]:bounds[j + 1]]
             packets = packets[length[packets] > 0]
-            if len(packets) and not self._direction(s).walk(data, index, packets, None, 0, None):
+            if len(packets) and not self._direction(s).walk(data, index, packets, self.conns[c], s & 1, frames):
                 bad[c] = True
         self._base += n
 
@@ -190,19 +192,24 @@ class Streams:
 
     # ------------------------------------------------------------ pass 2
 
-    def frames(self, index, data) -> tuple[np.ndarray, list[tuple], list[int]]:
+    def frames(self, index, data, cut: list | None = None) -> tuple[np.ndarray, list[tuple], list[int]]:
         """Pass 2 over one window: (each packet's connection number, the regular connections' frames completed
         in this window in the order they complete, the positions of the irregular connections' packets).
         Positions count from the window's first packet. A frame is (packet position, connection, side, stream
         offset, start, end) with its bytes at data[start:end], or (packet position, connection, side, stream
         offset, 0, 0, span) when they span segments (see :func:`.segments.span_ranges`); the packet is the one holding
-        the frame's last byte."""
+        the frame's last byte. ``cut``: the frames pass 1 cut in this window, when it was asked to."""
         n = len(index)
         if not n:
             return np.zeros(0, dtype=np.int64), [], []
         conn_of, side = self._assign(index)
         irregular = np.array([c.irregular for c in self.conns], dtype=bool)
         stream = conn_of * 2 + side
+        if cut is not None:
+            frames = [frame for frame in cut if not frame[1].irregular]
+            frames.sort(key=lambda frame: frame[0])             # stable: a packet's frames stay in stream order
+            self._base += n
+            return conn_of, frames, np.nonzero(irregular[conn_of])[0].tolist()
         frames: list[tuple] = []
         regular = ~irregular[conn_of] & (index.payload_length > 0)
         where = np.nonzero(regular)[0]
