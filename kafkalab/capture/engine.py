@@ -34,7 +34,8 @@ from kafkalab.pcap.files import LinkRecord
 
 from .frame_store import R_INFERRED, R_LATENCY, R_REQUEST_FRAME, R_RESPONSE_FRAME
 from .segments import span_bytes
-from .streams import Conn, NotRegular, Streams, _dotted
+from .regularity import NotRegular
+from .streams import Conn, Streams, _dotted
 
 WINDOW_END = object()           # the events of one window end here
 STREAM_WINDOW = 8 << 20         # file bytes per window when streaming: about 100 MiB at most for iter_frames

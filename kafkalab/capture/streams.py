@@ -7,8 +7,10 @@ and the frames of the regular ones. Must not know Kafka messages (frames are byt
 
 A connection is regular when it is on a Kafka port, both directions open with one SYN, every data segment
 follows the previous one exactly (no hole, overlap, retransmission or reordering), no acknowledgement covers
-bytes the capture did not see, no byte follows a FIN or RST, and each direction cuts into whole frames
-(:func:`kafkalab.protocol.framing.frame_size`: the same rule as everywhere). Irregular connections (loss,
+bytes the capture did not see, no byte follows a FIN or RST, each direction cuts into whole frames
+(:func:`kafkalab.protocol.framing.frame_size`: the same rule as everywhere), and every response answers a
+request the connection is waiting for (by correlation id: a response that answers none may be held for the
+connection's next request, which only the general path does). Irregular connections (loss,
 mid-stream start, other ports) are left whole to the general path (:class:`~.analyzer.Analyzer`), behind the
 same rows.
 
@@ -30,6 +32,7 @@ order of their first packet (a distributed reader numbers them the same way from
 from __future__ import annotations
 
 import socket
+import struct
 from typing import Iterable
 
 import numpy as np
@@ -37,16 +40,13 @@ import numpy as np
 from kafkalab.pcap import endpoint
 from kafkalab.protocol.correlation import Asked
 
-from .segments import Direction
+from .regularity import NEVER, Carried
+from .segments import Direction, span_bytes
 
-SEQ_MOD = 1 << 32
-HALF = 1 << 31
-FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
-NEVER = np.iinfo(np.int64).max
+_REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
+_CORRELATION = struct.Struct(">i")
 
-
-class NotRegular(Exception):
-    """The capture reuses a connection's addresses for a new connection: the general path numbers it."""
+SYN, ACK = 0x02, 0x10
 
 
 class Conn:
@@ -101,7 +101,8 @@ class Streams:
         self._end0 = np.array([(c.ends[0][0] << 16) | c.ends[0][1] for c in self.conns], dtype=np.int64)
         self._base = 0                                          # packets in earlier windows
         self._directions: dict[int, Direction] = {}             # stream (2 * connection + side) -> its cutter
-        self._carried = _Carried()
+        self._carried = Carried()
+        self._asked: dict[int, set[int]] = {}                  # connection -> correlation ids of its requests
 
     # ------------------------------------------------------------ both passes
 
@@ -161,6 +162,8 @@ class Streams:
         _count(self.conns, index, conn_of, stream)
         bad = carried.bad
         length = index.payload_length
+        cut: list = [] if frames is None else frames
+        start = len(cut)
         order = np.argsort(stream, kind="stable")
         sorted_streams = stream[order]
         present = np.unique(sorted_streams)
@@ -171,9 +174,41 @@ class Streams:
                 continue
             packets = order[bounds[j]:bounds[j + 1]]
             packets = packets[length[packets] > 0]
-            if len(packets) and not self._direction(s).walk(data, index, packets, self.conns[c], s & 1, frames):
+            if len(packets) and not self._direction(s).walk(data, index, packets, self.conns[c], s & 1, cut):
                 bad[c] = True
+        self._answers(cut[start:], data, bad)
         self._base += n
+
+    def _answers(self, frames: list, data, bad: np.ndarray) -> None:
+        """A connection whose server sends a response no request of it is waiting for (by correlation id) is
+        not regular: such a response may have to wait for the connection's next request to be read (see
+        ``KafkaSession._hold_unpaired``), which the general path does."""
+        frames = sorted(frames, key=lambda frame: frame[0])     # stable: a packet's frames in stream order
+        view = memoryview(data)
+        asked = self._asked
+        for frame in frames:
+            conn = frame[1]
+            c = conn.index
+            if bad[c]:
+                continue
+            if len(frame) == 6:
+                head = data[frame[4] + 4:min(frame[4] + 12, frame[5])]
+            else:
+                head = span_bytes(view, frame[6])[4:12]
+            waiting = asked.get(c)
+            if waiting is None:
+                waiting = asked[c] = set()
+            if frame[2] == conn.client:
+                if len(head) >= 8:
+                    api_key, api_version, correlation_id = _REQUEST_HEAD.unpack_from(head)
+                    if api_key >= 0 and api_version >= 0 and correlation_id >= 0:
+                        waiting.add(correlation_id)
+            else:
+                correlation_id = _CORRELATION.unpack_from(head)[0] if len(head) >= 4 else -1
+                if correlation_id in waiting:
+                    waiting.discard(correlation_id)
+                else:
+                    bad[c] = True
 
     def finish(self) -> list[Conn]:
         """The end of pass 1: every connection's verdict (``irregular``) and its regular facts."""
@@ -226,84 +261,6 @@ class Streams:
         return conn_of, frames, np.nonzero(irregular[conn_of])[0].tolist()
 
 
-class _Carried:
-    """Pass 1's facts carried across windows, per stream (2 * connection + side) and per connection."""
-
-    def __init__(self) -> None:
-        self.first_syn = np.zeros(0, dtype=np.int64)        # per stream: position of its first SYN
-        self.syn_seq = np.zeros(0, dtype=np.int64)          # ... that SYN's sequence number
-        self.syn_count = np.zeros(0, dtype=np.int64)
-        self.fin_at = np.zeros(0, dtype=np.int64)           # ... position of its first FIN
-        self.delivered = np.zeros(0, dtype=np.int64)        # ... payload bytes sent so far
-        self.rst_at = np.zeros(0, dtype=np.int64)           # per connection: position of its first RST
-        self.any_fin = np.zeros(0, dtype=bool)
-        self.first_data = np.zeros(0, dtype=np.int64)       # ... of its first payload byte
-        self.first_end = np.zeros(0, dtype=np.int64)        # ... of its first FIN or RST
-        self.first_packet = np.zeros(0, dtype=np.int64)
-        self.bad = np.zeros(0, dtype=bool)
-
-    def grow(self, count: int, first_packets: np.ndarray) -> None:
-        more = count - len(self.rst_at)
-        for name in ("first_syn", "fin_at"):
-            setattr(self, name, np.concatenate([getattr(self, name), np.full(2 * more, NEVER, dtype=np.int64)]))
-        for name in ("syn_seq", "syn_count", "delivered"):
-            setattr(self, name, np.concatenate([getattr(self, name), np.zeros(2 * more, dtype=np.int64)]))
-        for name in ("rst_at", "first_data", "first_end"):
-            setattr(self, name, np.concatenate([getattr(self, name), np.full(more, NEVER, dtype=np.int64)]))
-        self.any_fin = np.concatenate([self.any_fin, np.zeros(more, dtype=bool)])
-        self.bad = np.concatenate([self.bad, np.zeros(more, dtype=bool)])
-        self.first_packet = np.concatenate([self.first_packet, first_packets])
-
-    def check(self, index, conn_of, stream, position) -> None:
-        """The regularity tests on one window's packets, given what earlier windows carried; then carry."""
-        flags, length, seq = index.flags, index.payload_length, index.seq
-        streams, conns = len(self.first_syn), len(self.rst_at)
-        n = len(stream)
-        syn, fin, rst = (flags & SYN) != 0, (flags & FIN) != 0, (flags & RST) != 0
-        first_syn = np.minimum(self.first_syn, _first(stream, syn, streams, position))
-        new_syn = (first_syn != self.first_syn)
-        if new_syn.any():
-            at = np.searchsorted(position, first_syn[new_syn])
-            self.syn_seq[new_syn] = seq[at]
-        self.first_syn = first_syn
-        fin_at = self.fin_at = np.minimum(self.fin_at, _first(stream, fin, streams, position))
-        rst_at = self.rst_at = np.minimum(self.rst_at, _first(conn_of, rst, conns, position))
-        self.first_data = np.minimum(self.first_data, _first(conn_of, length > 0, conns, position))
-        self.first_end = np.minimum(self.first_end, _first(conn_of, fin | rst, conns, position))
-        self.any_fin[conn_of[fin]] = True
-        bad = self.bad
-        reopened = syn & ((flags & ACK) == 0) & (position != self.first_packet[conn_of])
-        if reopened.any():                                  # a SYN again: a repeat, or a new connection
-            self._reopened(index, conn_of, stream, position, np.nonzero(reopened)[0])
-        self.syn_count += np.bincount(stream[syn], minlength=streams)
-        bad[conn_of[syn & (length > 0)]] = True
-        base = (self.syn_seq + 1) % SEQ_MOD
-        sending = (length > 0) | fin
-        bad[conn_of[sending & ((first_syn[stream] >= position) | (position > fin_at[stream])
-                               | (position > rst_at[conn_of]))]] = True
-        delivered = self.delivered[stream] + _delivered_before(stream, length, streams)
-        expected = (base[stream] + delivered) % SEQ_MOD     # a FIN too: bytes lost just before it are a hole
-        bad[conn_of[sending & ~syn & (seq != expected)]] = True
-        peer = stream ^ 1
-        acked = ((flags & ACK) != 0) & (first_syn[peer] < position) & (fin_at[peer] >= position) & \
-            (rst_at[conn_of] >= position)
-        peer_delivered = self.delivered[peer] + _peer_delivered(stream, length, np.arange(n), acked)
-        delta = (index.ack - base[peer] - peer_delivered + HALF) % SEQ_MOD - HALF
-        bad[conn_of[acked & (delta > 0)]] = True
-        self.delivered += np.bincount(stream, weights=length, minlength=streams).astype(np.int64)
-
-    def _reopened(self, index, conn_of, stream, position, where: np.ndarray) -> None:
-        """A SYN on known addresses: an exact repeat of the direction's own SYN, on a Kafka port, before any
-        data, FIN or RST, is harmless (the connection goes to the general path); anything else may open a new
-        connection there, which would change the numbering of every later connection."""
-        for i in where.tolist():
-            c, s, p = int(conn_of[i]), int(stream[i]), int(position[i])
-            if (self.first_data[c] < p or self.first_end[c] < p or self.first_syn[s] >= p
-                    or int(index.seq[i]) != int(self.syn_seq[s])):
-                raise NotRegular
-            self.bad[c] = True
-
-
 def _count(conns: list[Conn], index, conn_of: np.ndarray, stream: np.ndarray) -> None:
     """Add one window's packets to the connections' counters."""
     present = np.unique(conn_of)
@@ -332,45 +289,6 @@ def _connections(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     conn_of = np.empty(len(order), dtype=np.int64)
     conn_of[order] = rank[group]
     return conn_of, np.sort(first_of_group)
-
-
-def _first(group: np.ndarray, mask: np.ndarray, count: int, position: np.ndarray) -> np.ndarray:
-    """Per group, the position of its first packet where ``mask`` holds (NEVER when none)."""
-    out = np.full(count, NEVER, dtype=np.int64)
-    where = np.nonzero(mask)[0]
-    groups, at = np.unique(group[where], return_index=True)
-    out[groups] = position[where[at]]
-    return out
-
-
-def _delivered_before(stream: np.ndarray, length: np.ndarray, count: int) -> np.ndarray:
-    """Per packet, the payload bytes its direction sent before it (in the window)."""
-    order = np.argsort(stream, kind="stable")
-    running = np.cumsum(length[order]) - length[order]
-    starts = np.searchsorted(stream[order], np.arange(count))
-    stream_base = np.concatenate([running, [0]])[starts]
-    out = np.empty(len(stream), dtype=np.int64)
-    out[order] = running - stream_base[stream[order]]
-    return out
-
-
-def _peer_delivered(stream, length, position, asking) -> np.ndarray:
-    """Per packet (where ``asking``), the payload bytes the other direction had sent before it (in the
-    window)."""
-    out = np.zeros(len(stream), dtype=np.int64)
-    if not asking.any():
-        return out
-    order = np.lexsort((position, stream))
-    key = stream[order] * (len(stream) + 1) + position[order]
-    total = np.cumsum(length[order])
-    starts = np.searchsorted(stream[order], np.arange(stream.max() + 2))
-    at = np.nonzero(asking)[0]
-    peer = stream[at] ^ 1
-    upto = np.searchsorted(key, peer * (len(stream) + 1) + at)          # peer packets before ``at``
-    begin = starts[np.minimum(peer, len(starts) - 1)]
-    before_stream = np.where(begin > 0, total[np.maximum(begin - 1, 0)], 0)
-    out[at] = np.where(upto > begin, total[np.maximum(upto - 1, 0)] - before_stream, 0)
-    return out
 
 
 def _end(ips: np.ndarray, ports: np.ndarray, at: int) -> tuple[int, int]:

@@ -124,3 +124,35 @@ def test_write_frames_writes_the_read_frames_table(tmp_path, window):
     for column in ("request_frame", "response_frame", "latency_ms", "api_name", "summary", "inferred"):
         assert written[column].astype(object).where(written[column].notna(), None).tolist() == \
             expected[column].astype(object).where(expected[column].notna(), None).tolist(), column
+
+
+def test_a_response_no_request_waits_for_is_held_as_the_general_path_holds_it(tmp_path):
+    """A clean connection whose first request has a header that cannot be paired by (a negative
+    correlation id): its response waits for the connection's next request, which names its API and version
+    (KafkaSession._hold_unpaired). The engine hands such a connection to the general path, so both readers
+    infer the same API and number the frames the same way."""
+    from kafkalab.pcap import TcpPcapWriter
+    from kafkalab.protocol import encode_request, encode_response
+
+    body = {"group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None}
+    answer = {"throttle_time_ms": 0, "error_code": 0}
+    path = tmp_path / "held.pcap"
+    with TcpPcapWriter(path) as writer:
+        conn = writer.open_connection(("10.0.0.1", 40000), ("10.0.0.2", 9092), 1.0)
+        for when, correlation_id in ((2.0, -5), (3.0, 7)):
+            writer.send(conn, True, encode_request("Heartbeat", 3, body, correlation_id=correlation_id,
+                                                   client_id="c"), when)
+            writer.send(conn, False, encode_response("Heartbeat", 3, answer, correlation_id=correlation_id),
+                        when + 0.1)
+        writer.close(conn, 4.0)
+    cap = read_capture(path)
+    assert [(f.frame, f.kind, f.api_name, f.inferred) for f in cap] == [
+        (1, "request", "Heartbeat", False), (2, "response", "Heartbeat", True),
+        (3, "request", "Heartbeat", False), (4, "response", "Heartbeat", False)]
+    capture_module.BULK = False
+    try:
+        general = read_capture(path)
+    finally:
+        capture_module.BULK = True
+    pd.testing.assert_frame_equal(cap.frames, general.frames)
+    assert_streamed_equals_read(path)
