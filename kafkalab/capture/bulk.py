@@ -1,24 +1,17 @@
-"""Reading a whole classic pcap file fast, when most of its traffic is regular.
+"""The frames → exchanges → rows stage of the capture engine (see :mod:`.engine`), and ``read_bulk``.
 
-Owns: :func:`read_bulk`, which ``read_capture`` tries first for uncompressed pcap and pcapng files of
-IPv4 traffic (on any common link layer). It gives exactly the frames, tables and connections the general pipeline
-(:class:`~.analyzer.Analyzer`, packet by packet) gives, only faster, by doing the per-packet work in bulk:
+Owns: :func:`_decode`, which takes the engine's events in packet order, window by window: a regular
+connection's frame (cut in bulk by :mod:`.streams`) is decoded and paired here, straight into the frames
+table's columns (no Frame object is made); an irregular connection's packet goes to an
+:class:`~.analyzer.Analyzer` (the general path), which numbers its streams and frames within the same
+sequence, so the two kinds interleave exactly as in a single general run. At each window's end it gives the
+rows made so far to its reader: :func:`read_bulk` keeps them all (a :class:`FrameStore`: the frames table,
+each frame's place in the file and the few objects that cannot be made again; Frame objects are made on
+first access), :class:`.engine.FrameStream` turns them into Frames and lets them go.
 
-1. the packet index (:func:`kafkalab.pcap.index.packet_index`: every TCP segment's headers as columns, read
-   with numpy over the mapped file);
-2. the streams and frames stages (:func:`.streams.streams`, vectorised): connections numbered by first
-   packet, as the general pipeline does, each classified regular or not, and the regular connections'
-   frames cut (a frame's position is the packet holding its last byte);
-3. a second pass in packet order decodes the regular connections' frames and pairs them. Every packet of
-   the other connections goes to an :class:`~.analyzer.Analyzer`, which numbers its streams and frames
-   within the same sequence, so the two kinds interleave exactly as in a single general run.
-
-The frames table is built from the rows at the end of the read; what is kept is the table, the file's bytes
-with each frame's place in them, and the few objects that cannot be made again (see :class:`FrameStore`).
-:class:`~kafkalab.dissect.frame.Frame` objects are made on first access (``cap[n]``, iteration). When the
-file is anything else (gzip, another link type, pcapng packet blocks other than enhanced ones, IPv6 or
-VLAN-tagged TCP, IP fragments, a damaged file, a connection reusing a 5-tuple), :func:`read_bulk` returns
-None and the general pipeline reads the file, so nothing here ever has to be right about those cases.
+When the engine declines a file (gzip, a file object, IPv6 or VLAN-tagged TCP, IP fragments, a damaged
+file, a connection reusing a 5-tuple), :func:`read_bulk` returns None and the general pipeline reads the
+file, so nothing here ever has to be right about those cases.
 """
 from __future__ import annotations
 

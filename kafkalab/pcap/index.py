@@ -76,11 +76,6 @@ def pcap_records(data) -> Records:
     return _concat(list(_pcap_windows(data)))
 
 
-def pcapng_records(data) -> Records:
-    """The records of a pcapng file whose packets are Enhanced Packet Blocks (others: not indexable)."""
-    return _concat(list(_pcapng_windows(data)))
-
-
 def _pcap_windows(data, window: int | None = None) -> Iterator[Records]:
     """The records of a classic pcap file, a window of about ``window`` (default ``WINDOW``) file bytes at a
     time."""
@@ -164,10 +159,6 @@ def _pcapng_windows(data, window: int | None = None) -> Iterator[Records]:
 def _concat(parts: list[Records]) -> Records:
     return Records(*(_joined([getattr(part, name) for part in parts])
                      for name in ("start", "ts_ns", "stored", "original", "snaplen", "linktype")))
-
-
-def file_records(data) -> Records:
-    return _concat(list(_record_windows(data)))
 
 
 def _record_windows(data, window: int | None = None) -> Iterator[Records]:
