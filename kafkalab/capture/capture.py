@@ -286,7 +286,7 @@ def read_capture(path_or_packets, ports: Iterable[int] | None = None, progress=N
     return Capture(frames, stream.analyzer, diagnostics)
 
 
-BULK = True         # read_capture tries the bulk reader first (tests switch it off to compare)
+BULK = True         # readers try the engine first (tests switch it off to compare with the general pipeline)
 
 
 @contextmanager

@@ -1,5 +1,5 @@
-"""The frames of a bulk read (see :mod:`.bulk`), held as columns: :class:`FrameStore` and the row layout the
-bulk reader fills; :class:`FileBytes`, the frames' bytes left in the capture file until asked for.
+"""The frames of a capture read whole, held as columns: :class:`FrameStore` and the row layout the engine's
+rows stage fills (see :mod:`.bulk`); :class:`FileBytes`, the frames' bytes left in the capture file until asked for.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import os
 
 
 class FrameStore:
-    """The frames of a bulk read, held without one Python object per frame beyond its bytes: the frames table
+    """The frames of a capture read whole, held without one Python object per frame beyond its bytes: the frames table
     (built once, at the end of the read), each frame's bytes, stream offset and time, and the few objects
     that cannot be made again (frames of the general pipeline, kept messages). Frame objects are made on
     demand.
