@@ -38,7 +38,7 @@ from .regularity import NotRegular
 from .streams import Conn, Streams, _dotted
 
 WINDOW_END = object()           # the events of one window end here
-STREAM_WINDOW = 8 << 20         # file bytes per window when streaming: about 100 MiB at most for iter_frames
+STREAM_WINDOW = 4 << 20         # file bytes per window when streaming (write_frames: under 200 MiB at peak)
 
 
 class Bail(Exception):
