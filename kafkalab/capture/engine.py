@@ -185,15 +185,19 @@ class FrameStream:
         self.analyzer.diagnostics = self._notes
         self.analyzer.packet_count = self.packets
         base = 0
-        for end in decoder:
+        try:
+            for end in decoder:
+                if self._bar is not None:
+                    self._bar.update(len(packet_conn))
+                made = self._frames(base, end, dense, objects, extras, inferred_at)
+                self._pair(base, made, pairs)
+                for column in dense:
+                    column.clear()
+                base = end
+                yield from made
+        finally:
             if self._bar is not None:
-                self._bar.update(len(packet_conn))
-            made = self._frames(base, end, dense, objects, extras, inferred_at)
-            self._pair(base, made, pairs)
-            for column in dense:
-                column.clear()
-            base = end
-            yield from made
+                self._bar.close()
 
     def _frames(self, base: int, end: int, dense: list, objects: dict, extras: dict, inferred_at: list) -> list:
         """Rows base..end as Frames (the general path's are its own objects)."""
@@ -234,8 +238,9 @@ class FrameStream:
             request.latency_ms = response.latency_ms = latency
         pairs.clear()
         if self._open:
-            live = {token[0] for conn in self.conns if not conn.irregular for token in conn.asked.in_flight.values()}
-            self._open = {i: frame for i, frame in self._open.items() if i in live}
+            conns = self.conns
+            self._open = {i: frame for i, frame in self._open.items()
+                          if (conns[frame.stream].asked.in_flight.get(frame.correlation_id) or (None,))[0] == i}
             self._waiting = {id(frame) for frame in self._open.values()}
 
 

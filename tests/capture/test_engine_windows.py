@@ -156,3 +156,23 @@ def test_a_response_no_request_waits_for_is_held_as_the_general_path_holds_it(tm
         capture_module.BULK = True
     pd.testing.assert_frame_equal(cap.frames, general.frames)
     assert_streamed_equals_read(path)
+
+
+def test_batches_wait_for_responses_across_windows(tmp_path, window):
+    """iter_batches holds a request back until its response is in, also when the response comes windows
+    later: every batch's pairing columns are final, and equal read_capture's."""
+    from kafkalab.capture import iter_batches
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from capture_gen import write_bulk
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    path = tmp_path / "bulk.pcap"
+    write_bulk(path, 1 << 20, connections=12)
+    seen = []
+    for batch in iter_batches(path, batch_frames=7, batch_bytes=1 << 14):
+        seen.extend((f.frame, f.request_frame, f.response_frame, f.latency_ms) for f in batch)
+    cap = read_capture(path)
+    assert seen == [(f.frame, f.request_frame, f.response_frame, f.latency_ms) for f in cap]
+    assert sum(1 for _, request, _, _ in seen if request is not None) > 20
