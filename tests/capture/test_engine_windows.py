@@ -171,7 +171,7 @@ def test_batches_wait_for_responses_across_windows(tmp_path, window):
     path = tmp_path / "bulk.pcap"
     write_bulk(path, 1 << 20, connections=12)
     seen = []
-    for batch in iter_batches(path, batch_frames=7, batch_bytes=1 << 14):
+    for batch in iter_batches(path, batch_frames=20, batch_bytes=1 << 20):       # holding up to 80 frames
         seen.extend((f.frame, f.request_frame, f.response_frame, f.latency_ms) for f in batch)
     cap = read_capture(path)
     assert seen == [(f.frame, f.request_frame, f.response_frame, f.latency_ms) for f in cap]
