@@ -2,6 +2,9 @@
 
 Inputs: a pcap/pcapng path (optionally gzip-compressed), a binary file object, or an iterable of packets
 (:class:`~kafkalab.pcap.TcpPacket`, or scapy packets, converted here lazily without importing scapy).
+Both readers run the capture engine (:mod:`.engine`) on a capture file it reads, and the general pipeline
+packet by packet (:class:`PacketStream`) on anything else; either way the result is a :class:`Capture` holding
+its frames in one :class:`~.frame_store.FrameStore`.
 """
 from __future__ import annotations
 
