@@ -45,6 +45,7 @@ from .segments import Direction, span_bytes
 
 _REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
 _CORRELATION = struct.Struct(">i")
+MAX_WAITING = 4096          # requests remembered per connection; a response to a forgotten one: general path
 
 SYN, ACK = 0x02, 0x10
 
@@ -102,7 +103,7 @@ class Streams:
         self._base = 0                                          # packets in earlier windows
         self._directions: dict[int, Direction] = {}             # stream (2 * connection + side) -> its cutter
         self._carried = Carried()
-        self._asked: dict[int, set[int]] = {}                  # connection -> correlation ids of its requests
+        self._asked: dict[int, dict] = {}      # connection -> correlation ids of its requests (an ordered set)
 
     # ------------------------------------------------------------ both passes
 
@@ -197,17 +198,17 @@ class Streams:
                 head = span_bytes(view, frame[6])[4:12]
             waiting = asked.get(c)
             if waiting is None:
-                waiting = asked[c] = set()
+                waiting = asked[c] = {}
             if frame[2] == conn.client:
                 if len(head) >= 8:
                     api_key, api_version, correlation_id = _REQUEST_HEAD.unpack_from(head)
                     if api_key >= 0 and api_version >= 0 and correlation_id >= 0:
-                        waiting.add(correlation_id)
+                        waiting[correlation_id] = None
+                        if len(waiting) > MAX_WAITING:      # never answered (acks=0): forget the oldest
+                            del waiting[next(iter(waiting))]
             else:
                 correlation_id = _CORRELATION.unpack_from(head)[0] if len(head) >= 4 else -1
-                if correlation_id in waiting:
-                    waiting.discard(correlation_id)
-                else:
+                if waiting.pop(correlation_id, True) is not None:
                     bad[c] = True
 
     def finish(self) -> list[Conn]:
