@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from operator import itemgetter
 from typing import Iterable
 
 import numpy as np
@@ -45,6 +46,7 @@ from .segments import Direction, span_bytes
 
 _REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
 _CORRELATION = struct.Struct(">i")
+_POSITION = itemgetter(0)
 MAX_WAITING = 4096          # requests remembered per connection; a response to a forgotten one: general path
 
 SYN, ACK = 0x02, 0x10
@@ -184,32 +186,32 @@ class Streams:
         """A connection whose server sends a response no request of it is waiting for (by correlation id) is
         not regular: such a response may have to wait for the connection's next request to be read (see
         ``KafkaSession._hold_unpaired``), which the general path does."""
-        frames = sorted(frames, key=lambda frame: frame[0])     # stable: a packet's frames in stream order
+        frames = sorted(frames, key=_POSITION)                  # stable: a packet's frames in stream order
         view = memoryview(data)
         asked = self._asked
+        request_head, correlation = _REQUEST_HEAD.unpack_from, _CORRELATION.unpack_from
         for frame in frames:
             conn = frame[1]
             c = conn.index
             if bad[c]:
                 continue
-            if len(frame) == 6:
-                head = data[frame[4] + 4:min(frame[4] + 12, frame[5])]
+            if len(frame) == 6:                 # the header read in place (a frame's bytes: start, end)
+                buf, at, size = data, frame[4] + 4, frame[5] - frame[4] - 4
             else:
-                head = span_bytes(view, frame[6])[4:12]
+                buf, at = span_bytes(view, frame[6]), 4
+                size = len(buf) - 4
             waiting = asked.get(c)
             if waiting is None:
                 waiting = asked[c] = {}
             if frame[2] == conn.client:
-                if len(head) >= 8:
-                    api_key, api_version, correlation_id = _REQUEST_HEAD.unpack_from(head)
+                if size >= 8:
+                    api_key, api_version, correlation_id = request_head(buf, at)
                     if api_key >= 0 and api_version >= 0 and correlation_id >= 0:
                         waiting[correlation_id] = None
                         if len(waiting) > MAX_WAITING:      # never answered (acks=0): forget the oldest
                             del waiting[next(iter(waiting))]
-            else:
-                correlation_id = _CORRELATION.unpack_from(head)[0] if len(head) >= 4 else -1
-                if waiting.pop(correlation_id, True) is not None:
-                    bad[c] = True
+            elif waiting.pop(correlation(buf, at)[0] if size >= 4 else -1, True) is not None:
+                bad[c] = True
 
     def finish(self) -> list[Conn]:
         """The end of pass 1: every connection's verdict (``irregular``) and its regular facts."""
