@@ -30,7 +30,7 @@ class Analyzer:
         self._routes: dict[tuple, tuple] = {}
         self._host_requests: dict[str, dict] = {}
         self.topic_names: dict = {}            # topic id -> name, learnt from Metadata responses and the like
-        self.next_stream: int | None = None    # set by a caller that numbers streams itself (the bulk reader)
+        self.next_stream: int | None = None    # set by a caller that numbers streams itself (the engine)
         self.frame_count = 0
         self.packet_count = 0
         self.diagnostics: list[str] = []

@@ -1,29 +1,20 @@
-"""Reading a whole classic pcap file fast, when most of its traffic is regular.
+"""The frames → exchanges → rows stage of the capture engine (see :mod:`.engine`), and ``read_bulk``.
 
-Owns: :func:`read_bulk`, which ``read_capture`` tries first for uncompressed pcap and pcapng files of
-IPv4 traffic (on any common link layer). It gives exactly the frames, tables and connections the general pipeline
-(:class:`~.analyzer.Analyzer`, packet by packet) gives, only faster, by doing the per-packet work in bulk:
+Owns: :func:`_decode`, which takes the engine's events in packet order, window by window: a regular
+connection's frame (cut in bulk by :mod:`.streams`) is decoded and paired here, straight into the frames
+table's columns (no Frame object is made); an irregular connection's packet goes to an
+:class:`~.analyzer.Analyzer` (the general path), which numbers its streams and frames within the same
+sequence, so the two kinds interleave exactly as in a single general run. At each window's end it gives the
+rows made so far to its reader: :func:`read_bulk` keeps them all (a :class:`FrameStore`: the frames table,
+each frame's place in the file and the few objects that cannot be made again; Frame objects are made on
+first access), :class:`.engine.FrameStream` turns them into Frames and lets them go.
 
-1. the packet index (:func:`kafkalab.pcap.index.packet_index`: every TCP segment's headers as columns, read
-   with numpy over the mapped file);
-2. the streams and frames stages (:func:`.streams.streams`, vectorised): connections numbered by first
-   packet, as the general pipeline does, each classified regular or not, and the regular connections'
-   frames cut (a frame's position is the packet holding its last byte);
-3. a second pass in packet order decodes the regular connections' frames and pairs them. Every packet of
-   the other connections goes to an :class:`~.analyzer.Analyzer`, which numbers its streams and frames
-   within the same sequence, so the two kinds interleave exactly as in a single general run.
-
-The frames table is built from the rows at the end of the read; what is kept is the table, the file's bytes
-with each frame's place in them, and the few objects that cannot be made again (see :class:`FrameStore`).
-:class:`~kafkalab.dissect.frame.Frame` objects are made on first access (``cap[n]``, iteration). When the
-file is anything else (gzip, another link type, pcapng packet blocks other than enhanced ones, IPv6 or
-VLAN-tagged TCP, IP fragments, a damaged file, a connection reusing a 5-tuple), :func:`read_bulk` returns
-None and the general pipeline reads the file, so nothing here ever has to be right about those cases.
+When the engine declines a file (gzip, a file object, IPv6 or VLAN-tagged TCP, IP fragments, a damaged
+file, a connection reusing a 5-tuple), :func:`read_bulk` returns None and the general pipeline reads the
+file, so nothing here ever has to be right about those cases.
 """
 from __future__ import annotations
 
-import mmap
-import os
 import socket
 import struct
 from typing import Iterable
@@ -31,39 +22,25 @@ from typing import Iterable
 from kafkalab.dissect import decoding
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.repeats import Repeats, request_key, response_key
-from kafkalab.pcap import PacketDecoder, TcpPacket, endpoint
-from kafkalab.pcap.files import LinkRecord
+from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
+from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore
 from .session import _KEEP_MESSAGES, unpaired_response
-from .streams import Conn, _dotted, span_bytes
+from .segments import span_bytes
+from .streams import Conn
 
 _SIZE = struct.Struct(">i")
 
 
-class Bail(Exception):
-    """The file is not one the bulk reader handles: the general pipeline reads it."""
-
-
-
 def read_bulk(source, ports: Iterable[int] | None = None):
-    """A :class:`~.capture.Capture` of ``source`` (a classic pcap path), or None when the general pipeline
-    must read it."""
-    if not isinstance(source, (str, os.PathLike)):
-        return None
-    try:
-        with open(source, "rb") as stream:
-            head = stream.peek(24)[:24]
-            if len(head) < 24 or head[:2] == b"\x1f\x8b":
-                return None
-            # Mapped, not read: the page cache is parsed in place. Nothing keeps the map after the read
-            # (frames' bytes are read back from the file when asked for, see FileBytes, which notices a
-            # change); a file cut shorter *during* the read would stop the process, which is why only files
-            # already written are read this way (tcpdump and dumpcap only ever append).
-            data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+    """A :class:`~.capture.Capture` of ``source`` (a pcap or pcapng path) read by the engine (see
+    :mod:`.engine`), or None when the general pipeline must read it. Nothing keeps the file's map after the
+    read: frames' bytes are read back from the file when asked for (see FileBytes, which notices a change)."""
+    data = mapped(source)
+    if data is None:
         return None
     try:
         return _read(data, ports, source)
@@ -72,62 +49,40 @@ def read_bulk(source, ports: Iterable[int] | None = None):
 
 
 def _read(data: bytes, ports: Iterable[int] | None, path):
-    from kafkalab.pcap.index import NotIndexable, packet_index      # numpy: only when a file is read in bulk
-
-    from .streams import NotRegular, streams
-
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
-    try:
-        index = packet_index(data)
-    except NotIndexable:
-        raise Bail from None
-    records = index.records
-    if len(index.others):                       # what the general decoder makes of the rest: no TCP allowed
-        decoder = PacketDecoder()
-        for i in index.others.tolist():
-            start, stored = int(records.start[i]), int(records.stored[i])
-            record = LinkRecord(i + 1, int(records.ts_ns[i]), int(records.linktype[i]), data[start:start + stored],
-                                int(records.original[i]))
-            if decoder.decode(record) is not None or decoder.pending_fragments():
-                raise Bail
-    if not len(index):
-        raise Bail
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
+    conns, windows, packets = plan(data, kafka_ports, keep=True)
+    columns, packet_conn = [[] for _ in range(11)], []
+    events = window_events(data, conns, kafka_ports, windows, columns, packet_conn)
+    decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True)
+    next(decoder)
     try:
-        conns, conn_of, frames = streams(index, data, kafka_ports)
-    except NotRegular:
-        raise Bail from None
-    if all(c.irregular for c in conns):
-        raise Bail
-    for conn in conns:
-        if not conn.irregular:
-            conn.client_ip = _dotted(conn.ends[conn.client][0])
-    packet_conn = [conns[c] for c in conn_of.tolist()]
-    if any(conn.irregular for conn in conns):           # their packets go to the general path one by one
-        columns = [index.src.tolist(), index.sport.tolist(), index.dst.tolist(), index.dport.tolist(),
-                   index.seq.tolist(), index.ack.tolist(), index.flags.tolist(), index.payload_start.tolist(),
-                   index.payload_length.tolist(), index.number.tolist(), index.ts_ns.tolist()]
-    else:
-        columns = [None] * 10 + [index.ts_ns.tolist()]
-    row_columns, objects, extras, analyzer = _decode(data, columns, conns, packet_conn, frames, kafka_ports)
-    del frames, packet_conn, columns
+        while True:
+            next(decoder)
+    except StopIteration as done:
+        row_columns, objects, extras, analyzer = done.value
+    del events, packet_conn, columns, windows
+    analyzer.packet_count = packets
     store = FrameStore(row_columns, objects, extras)
     store.raw = FileBytes(path, store.raw)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
-    return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=len(index),
+    return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
                    streams=len(conns))
 
 
-def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], frames: list,
-            kafka_ports: frozenset):
+def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], events: Iterable,
+            kafka_ports: frozenset, whole: bool = True):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
 
-    Returns (row columns, objects, extras, analyzer): the frames table's values column by column (the row
-    layout, R_FRAME to R_OFFSET; each frame's values are one tuple until the columns are made at the end),
+    A generator: it first yields (rows, objects, extras, pairs, inferred_at, analyzer), the containers it
+    fills, then the row count at each window's end (a streaming reader takes the rows and clears them).
+    With ``whole`` it returns (row columns, objects, extras, analyzer): the frames table's values column by
+    column (the row layout, R_FRAME to R_OFFSET; each frame's values are one tuple until the columns are
+    made at the end),
     the general pipeline's Frame objects by index (their column values are placeholders until
     :class:`FrameStore` fills them in), and index -> (kept message, topic ids) where either is set."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
@@ -155,9 +110,11 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     request_memo, response_memo, remember = repeats.requests, repeats.responses, repeats.remember
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
-    irregular = ([i for i, conn in enumerate(packet_conn) if conn.irregular]
-                 if any(conn.irregular for conn in conns) else [])
-    for frame in _merge(irregular, frames):
+    yield rows, objects, extras, pairs, inferred_at, analyzer
+    for frame in events:
+        if frame is WINDOW_END:                 # rows so far: a streaming reader takes them now
+            yield index
+            continue
         if frame.__class__ is int:              # a packet of an irregular connection
             i = frame
             conn = packet_conn[i]
@@ -285,9 +242,11 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         objects[index] = made
         index += 1
         append(placeholder)
+    yield index
+    if not whole:                               # a streaming reader took every row already
+        return None
     dense = [list(column) for column in zip(*rows)] if rows else [[] for _ in placeholder]
-    del rows
-    analyzer.packet_count = len(packet_conn)
+    rows.clear()
     request_frames, response_frames, latency_column = [None] * index, [None] * index, [None] * index
     for asked, answer, asked_frame, answer_frame, latency in pairs:
         response_frames[asked] = answer_frame
@@ -301,25 +260,6 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     dense[R_LATENCY] = latency_column
     dense[R_INFERRED] = inferred_column
     return dense, objects, extras, analyzer
-
-
-def _merge(packets: list[int], frames: list[tuple]) -> list:
-    """Events in packet order: a packet of an irregular connection as its position (an int), a regular
-    connection's frame as itself, after the packets before the one that completed it (frames of one packet
-    in stream order)."""
-    if not packets:
-        return frames
-    if not frames:
-        return packets
-    out = []
-    j, total = 0, len(frames)
-    for i in packets:
-        while j < total and frames[j][0] < i:
-            out.append(frames[j])
-            j += 1
-        out.append(i)
-    out.extend(frames[j:])
-    return out
 
 
 def _ip_name(value: int, names: dict[int, str]) -> str:

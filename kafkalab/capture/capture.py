@@ -2,6 +2,9 @@
 
 Inputs: a pcap/pcapng path (optionally gzip-compressed), a binary file object, or an iterable of packets
 (:class:`~kafkalab.pcap.TcpPacket`, or scapy packets, converted here lazily without importing scapy).
+Both readers run the capture engine (:mod:`.engine`) on a capture file it reads, and the general pipeline
+packet by packet (:class:`PacketStream`) on anything else; either way the result is a :class:`Capture` holding
+its frames in one :class:`~.frame_store.FrameStore`.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from kafkalab.dissect import format_tree, hexdump
 from kafkalab.dissect.frame import Frame
 from kafkalab.pcap import TcpPacket, endpoint, read_packets
 
-from .analyzer import Analyzer
+from .analyzer import DEFAULT_PORTS, Analyzer
 from .scapy_packets import from_scapy
 
 PROGRESS_MIN_BYTES = 64 << 20
@@ -80,31 +83,77 @@ def _progress_bar(source, progress):
 
 
 def iter_frames(source, ports: Iterable[int] | None = None, *, diagnostics: list[str] | None = None,
-                progress=False, _analyzer: Analyzer | None = None) -> Iterator[Frame]:
+                progress=False) -> Iterator[Frame]:
     """Kafka frames as they complete, holding only connections' in-flight state (not the whole capture).
     A request is yielded before its response exists; its ``response_frame`` and ``latency_ms`` are filled in
     on the same object when the response is seen."""
-    analyzer = _analyzer or Analyzer(ports)
+    yield from frame_stream(source, ports, diagnostics, progress)
+
+
+def frame_stream(source, ports: Iterable[int] | None = None, diagnostics: list[str] | None = None,
+                 progress=False):
+    """The frames of ``source`` as an iterable with ``awaiting_response(frame)``: the engine's, window by
+    window (:class:`.engine.FrameStream`), for a capture file it reads; else the general pipeline's, packet
+    by packet (gzip, file objects, packets, a rotated capture, files the engine refuses, and files under
+    ``ENGINE_MIN_BYTES``, whose reading costs less than loading numpy: both give the same frames)."""
     notes = [] if diagnostics is None else diagnostics
-    analyzer.diagnostics = notes            # the file's notes and the analyzer's (streams without Kafka) in one
-    for packet in _packets(source, notes, progress):
-        packet_frames = analyzer.feed(packet)
-        if packet_frames:
-            yield from packet_frames
-    yield from analyzer.finish()
+    if BULK and not _is_file_list(source) and _size(source) >= ENGINE_MIN_BYTES:
+        from .engine import Bail, FrameStream, mapped
+
+        data = mapped(source)
+        if data is not None:
+            try:
+                return FrameStream(data, DEFAULT_PORTS | frozenset(ports or ()), notes,
+                                   _progress_bar(source, progress))
+            except Bail:
+                pass
+    return PacketStream(source, ports, notes, progress)
+
+
+ENGINE_MIN_BYTES = 1 << 20
+
+
+def _size(source) -> int:
+    try:
+        return os.path.getsize(source) if isinstance(source, (str, os.PathLike)) else -1
+    except OSError:
+        return -1
+
+
+class PacketStream:
+    """The general pipeline over a source's packets, one by one (see :func:`frame_stream`)."""
+
+    def __init__(self, source, ports: Iterable[int] | None, diagnostics: list[str], progress) -> None:
+        self.analyzer = Analyzer(ports)
+        self.analyzer.diagnostics = diagnostics     # the file's notes and the analyzer's in one list
+        self._source, self._progress = source, progress
+        self.awaiting_response = self.analyzer.awaiting_response
+
+    def __iter__(self) -> Iterator[Frame]:
+        analyzer = self.analyzer
+        for packet in _packets(self._source, analyzer.diagnostics, self._progress):
+            packet_frames = analyzer.feed(packet)
+            if packet_frames:
+                yield from packet_frames
+        yield from analyzer.finish()
 
 
 class Capture:
     """A whole capture: frames (objects and tables), exchanges, records and connections.
 
-    After a bulk read (see :mod:`.bulk`) the frames are held as a table and become :class:`Frame` objects on
-    first access; ``frame_list`` makes them all."""
+    The frames are held as a :class:`~.frame_store.FrameStore` whoever read them: the engine's rows (Frame
+    objects made on first access) or Frames of the general pipeline (``frames`` a list); ``frame_list``
+    makes them all."""
 
     def __init__(self, frames, analyzer: Analyzer, diagnostics: list[str], *,
                  connections: list[dict] | None = None, packets: int | None = None,
                  streams: int | None = None) -> None:
-        self._store = None if isinstance(frames, list) else frames     # the bulk reader's FrameStore
-        self._list: list[Frame] | None = frames if self._store is None else None
+        if isinstance(frames, list):
+            from .frame_store import FrameStore
+
+            frames = FrameStore.of_frames(frames)
+        self._store = frames
+        self._list: list[Frame] | None = None
         self.diagnostics = diagnostics
         self._analyzer = analyzer
         self._extra_connections = connections or []
@@ -122,28 +171,22 @@ class Capture:
 
     def rows(self) -> list:
         """Every frame as a light row (see :mod:`.rows`): the frames table's values, read like a Frame's
-        (anything else comes from the Frame, made on first use). After a bulk read no Frame is made."""
-        if self._list is not None:
-            return list(self._list)
+        (anything else comes from the Frame, made on first use)."""
         from .rows import frame_rows
 
         with gc_paused():
             return frame_rows(self._store.columns, self.__getitem__)
 
     def __len__(self) -> int:
-        return len(self._store) if self._list is None else len(self._list)
+        return len(self._store)
 
     def __iter__(self) -> Iterator[Frame]:
-        if self._list is not None:
-            return iter(self._list)
         return (self._store.frame(i) for i in range(len(self._store)))
 
     def __getitem__(self, number: int) -> Frame:
         """Frame ``number`` (1-based, as in the ``frame`` column)."""
         if not isinstance(number, int) or not 1 <= number <= len(self):
             raise IndexError(f"frame numbers run from 1 to {len(self)}, not {number!r}")
-        if self._list is not None:
-            return self._list[number - 1]
         return self._store.frame(number - 1)
 
     def __repr__(self) -> str:
@@ -157,10 +200,7 @@ class Capture:
 
     @property
     def frames(self):
-        from kafkalab.dissect.frame import frames_table
-        if self._store is not None:
-            return self._table("frames", lambda: self._store.table)
-        return self._table("frames", lambda: frames_table(self.frame_list))
+        return self._table("frames", lambda: self._store.table)
 
     @property
     def exchanges(self):
@@ -170,13 +210,13 @@ class Capture:
     @property
     def records(self):
         from kafkalab.dissect.records_table import records_table
-        if self._store is not None:             # read from the held bytes: no Frame objects made
-            from .rows import record_sources
-            def build():
-                with record_sources(self._store) as frames:
-                    return records_table(frames)
-            return self._table("records", build)
-        return self._table("records", lambda: records_table(self.frame_list))
+
+        from .rows import record_sources        # read from the held bytes: no Frame objects made
+
+        def build():
+            with record_sources(self._store) as frames:
+                return records_table(frames)
+        return self._table("records", build)
 
     @property
     def connections(self):
@@ -211,12 +251,8 @@ class Capture:
         from kafkalab.dissect.filter import compile_filter
 
         predicate = compile_filter(expression)
-        if self._list is None:                  # frames held as a table: test its rows, make no objects
-            table = self.frames
-            mask = np.fromiter((predicate(row) for row in table.itertuples(index=False)), dtype=bool,
-                               count=len(table))
-        else:
-            mask = np.fromiter((predicate(f) for f in self._list), dtype=bool, count=len(self._list))
+        table = self.frames                     # test the table's rows, make no objects
+        mask = np.fromiter((predicate(row) for row in table.itertuples(index=False)), dtype=bool, count=len(table))
         return self.frames[mask]
 
     def text(self, number: int, *, hex: bool = False) -> str:
@@ -251,14 +287,13 @@ def read_capture(path_or_packets, ports: Iterable[int] | None = None, progress=N
             capture = read_bulk(path_or_packets, ports)
             if capture is not None:
                 return capture
-        analyzer = Analyzer(ports)
         diagnostics: list[str] = []
-        frames = list(iter_frames(path_or_packets, ports, diagnostics=diagnostics, progress=progress,
-                                  _analyzer=analyzer))
-    return Capture(frames, analyzer, diagnostics)
+        stream = PacketStream(path_or_packets, ports, diagnostics, progress)
+        frames = list(stream)
+    return Capture(frames, stream.analyzer, diagnostics)
 
 
-BULK = True         # read_capture tries the bulk reader first (tests switch it off to compare)
+BULK = True         # readers try the engine first (tests switch it off to compare with the general pipeline)
 
 
 @contextmanager

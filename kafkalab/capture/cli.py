@@ -13,10 +13,11 @@ columns, lists joined by commas, as ``tshark -T fields`` prints them), ``-e`` th
 ``-o``), warnings and errors to stderr; colour only on a terminal and never when ``NO_COLOR`` is set. Exit
 codes: 0 ok, 1 input problem (a damaged capture, with a one-line reason), 2 the command cannot run as given
 (bad options or filter, a missing file, a file that is not a capture, no such interface, no permission to
-capture: one line saying what to do), 130 interrupted. A capture file of up to 64 MB that the bulk reader takes is read whole, then
-written from its columns (the fastest way, memory a few times the file's size); anything larger, compressed or
-read from standard input streams: frames are written as they are decoded (a request once its response is in,
-so latency columns are filled), in bounded memory whatever the capture's size. Both print the same.
+capture: one line saying what to do), 130 interrupted. A capture file of 1 MiB to 1 GiB that the engine takes is read
+whole, then written from its columns (the fastest way); anything larger, smaller, compressed or read from
+standard input streams (larger files through the same engine, window by window): frames are written as they are
+decoded (a request once its response is in, so latency columns are filled), in bounded memory whatever the
+capture's size. Both print the same.
 
 ``add_parsers(subparsers)`` adds the commands to the main parser; ``main(argv)`` runs them on their own.
 """
@@ -240,10 +241,10 @@ WHOLE_BATCH = 20_000
 
 
 def whole_capture(path: str, ports: list[int]):
-    """The capture at ``path`` read whole by the bulk reader, or None: standard input, a file larger than
-    ``WHOLE_BYTES`` (streamed instead, to keep memory bounded: a whole read holds every frame's row) or one the
-    bulk reader leaves to the general pipeline (compressed, other link types, irregular traffic). A small
-    capture streams too: its start-up is what a user waits for, and the bulk reader's numpy is not needed."""
+    """The capture at ``path`` read whole by the engine (see :mod:`.engine`), or None: standard input, a file
+    larger than ``WHOLE_BYTES`` (streamed instead, to keep memory bounded: a whole read holds every frame's row)
+    or one the engine leaves to the general pipeline (compressed, IPv6 or VLAN-tagged TCP). A small capture
+    streams too: its start-up is what a user waits for, and the engine's numpy is not needed."""
     if path == "-" or not os.path.isfile(path) or not SMALL_BYTES <= os.path.getsize(path) <= WHOLE_BYTES:
         return None
     from .bulk import read_bulk

@@ -14,8 +14,7 @@ from typing import Callable, Iterable, Iterator
 
 from kafkalab.dissect.frame import Frame
 
-from .analyzer import Analyzer
-from .capture import iter_frames
+from .capture import frame_stream
 
 BATCH_FRAMES = 20_000
 BATCH_BYTES = 16 << 20
@@ -27,16 +26,16 @@ def iter_batches(source, ports: Iterable[int] | None = None, *, where: Callable[
                  diagnostics: list[str] | None = None, progress=None) -> Iterator[list[Frame]]:
     """Lists of frames in frame order; ``where`` keeps only matching frames (tested once a batch is complete,
     so pairing columns are filled in); at most ``limit`` frames in all."""
-    analyzer = Analyzer(ports)
+    stream = frame_stream(source, ports, diagnostics, progress)
     pending: list[Frame] = []
     size = 0
     emitted = 0
-    for frame in iter_frames(source, ports, diagnostics=diagnostics, progress=progress, _analyzer=analyzer):
+    for frame in stream:
         pending.append(frame)
         size += len(frame.raw)
         if len(pending) < batch_frames and size < batch_bytes:
             continue
-        ready = _complete_prefix(pending, analyzer)
+        ready = _complete_prefix(pending, stream.awaiting_response)
         if not ready and len(pending) < batch_frames * HOLD_LIMIT and size < batch_bytes * HOLD_LIMIT:
             continue
         ready = ready or len(pending)
@@ -57,10 +56,10 @@ def iter_batches(source, ports: Iterable[int] | None = None, *, where: Callable[
         yield batch
 
 
-def _complete_prefix(frames: list[Frame], analyzer: Analyzer) -> int:
+def _complete_prefix(frames: list[Frame], awaiting_response: Callable[[Frame], bool]) -> int:
     """How many leading frames can be written now: up to the first request still waiting for its response."""
     for index, frame in enumerate(frames):
-        if frame.kind == "request" and frame.response_frame is None and analyzer.awaiting_response(frame):
+        if frame.kind == "request" and frame.response_frame is None and awaiting_response(frame):
             return index
     return len(frames)
 

@@ -1,5 +1,5 @@
-"""The frames of a bulk read (see :mod:`.bulk`), held as columns: :class:`FrameStore` and the row layout the
-bulk reader fills; :class:`FileBytes`, the frames' bytes left in the capture file until asked for.
+"""The frames of a capture read whole, held as columns: :class:`FrameStore` and the row layout the engine's
+rows stage fills (see :mod:`.bulk`); :class:`FileBytes`, the frames' bytes left in the capture file until asked for.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 
 class FrameStore:
-    """The frames of a bulk read, held without one Python object per frame beyond its bytes: the frames table
+    """The frames of a capture read whole, held without one Python object per frame beyond its bytes: the frames table
     (built once, at the end of the read), each frame's bytes, stream offset and time, and the few objects
     that cannot be made again (frames of the general pipeline, kept messages). Frame objects are made on
     demand.
@@ -40,6 +40,11 @@ class FrameStore:
         self.offsets = columns[R_OFFSET]
         self.extras: dict[int, tuple] = extras or {}     # index -> (message, topic_ids) where either is set
         self._table = None
+
+    @classmethod
+    def of_frames(cls, frames: list) -> FrameStore:
+        """A store of Frames the general pipeline made (their values as they are now)."""
+        return cls([[None] * len(frames) for _ in range(R_OFFSET + 1)], dict(enumerate(frames)))
 
     @property
     def table(self):
@@ -111,7 +116,7 @@ class CaptureFileChanged(RuntimeError):
 
 class FileBytes:
     """Each frame's bytes, by index: held ones as they are, the others read back from the capture file when
-    asked for (its place: ``(start, end)``, or a span over segments, see :func:`.streams.span_ranges`).
+    asked for (its place: ``(start, end)``, or a span over segments, see :func:`.segments.span_ranges`).
 
     Why: a read that kept every frame's bytes would hold the capture's size in memory again; the page cache
     holds them already. The file may grow (a capture still being written only has packets appended); any
@@ -130,7 +135,7 @@ class FileBytes:
         entry = self.entries[index]
         if entry is None or isinstance(entry, (bytes, bytearray)):
             return entry
-        from .streams import span_ranges
+        from .segments import span_ranges
 
         ranges = [entry] if len(entry) == 2 else span_ranges(entry)
         with open(self.path, "rb") as stream:

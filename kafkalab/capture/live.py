@@ -13,6 +13,17 @@ cooked mode (every packet starts at its IP header, on any interface), and the po
 program kafkalab builds (:mod:`.bpf`) and the kernel runs before any packet reaches the socket; should the
 kernel refuse it, the reader runs the same program in Python on every packet instead. Needs Linux and the
 right to capture (root or CAP_NET_RAW); failures raise :class:`SniffError` with the reason and the remedy.
+
+Why live packets go through the general path (the :class:`~.analyzer.Analyzer`) and not the engine's bulk
+stages (:mod:`.engine`): the bulk stages may cut a connection's frames in bulk only once the connection is
+known to be *regular* to its end (no loss, no reordering, both SYNs, whole frames), which a file reader learns
+in a first pass over the whole capture, before any frame is given out. A live capture has no end to look at:
+a connection regular so far may lose a segment in the next packet, and a frame already given out cannot be
+taken back. The general path is the engine's streams-and-frames stage for exactly that case (it reassembles
+and resynchronises packet by packet, and its frames equal the bulk stages' on regular connections: the
+engine's tests check that on every capture), and a one-packet window through the bulk stages would only add
+numpy calls per packet. So a live capture and a file give the same rows, through the one stage that can
+work without seeing the end. A pcap written with ``write=`` is read back by the engine.
 """
 from __future__ import annotations
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections import namedtuple
 from contextlib import contextmanager, nullcontext
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import partial
 from typing import Callable
 
-from kafkalab.dissect.frame import ROW_FIELDS
+from kafkalab.dissect.frame import ROW_FIELDS, utc_time
 
 FIELDS = tuple(ROW_FIELDS)                  # the frames table's columns, ``ts`` in place of ``time``
 
@@ -31,7 +31,7 @@ def row_type(frame_of: Callable[[int], object]) -> type:
 
         @property
         def time(self) -> datetime:
-            return datetime.fromtimestamp(self.ts, tz=timezone.utc)
+            return utc_time(self.ts)
 
         def __getattr__(self, name: str):
             if name.startswith("__"):

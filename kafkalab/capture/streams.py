@@ -1,4 +1,5 @@
-"""Connections, streams and frames from the packet index, in bulk (the streams and frames stages).
+"""Connections, streams and frames from the packet index, in bulk and window by window (the streams and
+frames stages).
 
 Owns: which connection and direction each packet of a :class:`~kafkalab.pcap.index.PacketIndex` belongs to
 (connections numbered by their first packet, as tshark numbers streams), whether a connection is *regular*,
@@ -6,12 +7,24 @@ and the frames of the regular ones. Must not know Kafka messages (frames are byt
 
 A connection is regular when it is on a Kafka port, both directions open with one SYN, every data segment
 follows the previous one exactly (no hole, overlap, retransmission or reordering), no acknowledgement covers
-bytes the capture did not see, no byte follows a FIN or RST, and each direction cuts into whole frames
-(:func:`kafkalab.protocol.framing.frame_size`: the same rule as everywhere). Every one of these tests is a numpy
-expression over all packets at once (exclusive sums of payload lengths per direction give each segment's
-expected sequence number and what each acknowledgement may cover); only the frame cutting walks frame by frame,
-jumping over segments with a binary search. Irregular connections (loss, mid-stream start, other ports) are
-left whole to the general path (:class:`~.analyzer.Analyzer`), behind the same rows.
+bytes the capture did not see, no byte follows a FIN or RST, each direction cuts into whole frames
+(:func:`kafkalab.protocol.framing.frame_size`: the same rule as everywhere), and every response answers a
+request the connection is waiting for (by correlation id: a response that answers none may be held for the
+connection's next request, which only the general path does). Irregular connections (loss,
+mid-stream start, other ports) are left whole to the general path (:class:`~.analyzer.Analyzer`), behind the
+same rows.
+
+Theory of operation: :class:`Streams` takes the packet index a window at a time (see
+:func:`kafkalab.pcap.index.index_windows`) and carries, per connection direction, the little it must know
+across windows: its first SYN's position and sequence number, the bytes sent so far, where its FIN and the
+connection's RST were, and (while the connection looks regular) the unfinished frame's segments
+(:class:`Direction`). Within a window every test is a numpy expression over the window's packets (exclusive
+sums of payload lengths per direction, plus what earlier windows carried, give each segment's expected
+sequence number and what each acknowledgement may cover); only the frame cutting walks frame by frame,
+jumping over segments with a binary search (:mod:`.segments`). Whether a connection is regular is known only at the end of
+the capture, so a reader makes two passes over the windows: :meth:`Streams.classify` (pass 1) then, with a
+fresh :class:`Streams` told the verdicts, :meth:`Streams.frames` (pass 2, the regular connections' frames).
+Whatever the windows, the verdicts and frames are those of one window holding the whole capture.
 
 A connection's result depends on its own packets only; the one capture-wide step is numbering connections in
 order of their first packet (a distributed reader numbers them the same way from each group's first packets).
@@ -19,25 +32,24 @@ order of their first packet (a distributed reader numbers them the same way from
 from __future__ import annotations
 
 import socket
-from bisect import bisect_left
+import struct
+from operator import itemgetter
 from typing import Iterable
 
 import numpy as np
 
 from kafkalab.pcap import endpoint
-from kafkalab.pcap.index import WINDOW, release
 from kafkalab.protocol.correlation import Asked
-from kafkalab.protocol.framing import MAX_FRAME_SIZE, PREFIX, frame_size
 
-SEQ_MOD = 1 << 32
-HALF = 1 << 31
-FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
-NEVER = np.iinfo(np.int64).max
-RELEASE_FRAMES = 512        # frames cut between letting the file's pages go (each read maps up to 64 KiB)
+from .regularity import NEVER, Carried
+from .segments import Direction, span_bytes
 
+_REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
+_CORRELATION = struct.Struct(">i")
+_POSITION = itemgetter(0)
+MAX_WAITING = 4096          # requests remembered per connection; a response to a forgotten one: general path
 
-class NotRegular(Exception):
-    """The capture reuses a connection's addresses for a new connection: the general path numbers it."""
+SYN, ACK = 0x02, 0x10
 
 
 class Conn:
@@ -68,42 +80,203 @@ class Conn:
 
 
 def streams(index, data, kafka_ports: Iterable[int]) -> tuple[list[Conn], np.ndarray, list[tuple]]:
-    """(connections, the connection number of each packet, the regular connections' frames in the order
-    they complete). A frame is (packet position, connection, side, stream offset, start, end) with its bytes
-    at data[start:end], or (packet position, connection, side, stream offset, 0, 0, span) when they span
-    segments (see :func:`span_ranges`); the packet is the one holding the frame's last byte."""
-    ports = np.array(sorted(set(kafka_ports)), dtype=np.int64)
-    a = (index.src << 16) | index.sport
-    b = (index.dst << 16) | index.dport
-    conn_of, first = _connections(a, b)
-    side = (a != a[first][conn_of]).astype(np.int64)
-    flags, length = index.flags, index.payload_length
-    conns = []
-    on_port = np.isin(index.sport[first], ports) | np.isin(index.dport[first], ports)
-    for number, (at, kafka_port) in enumerate(zip(first.tolist(), on_port.tolist())):
-        conns.append(Conn(number, _end(index.src, index.sport, at), _end(index.dst, index.dport, at), kafka_port))
-    stream = conn_of * 2 + side
-    count = len(conns)
-    _counters(conns, index, conn_of, stream, first, count)
-    client = _clients(index, conn_of, side, flags, first, ports, count)
-    irregular = ~on_port | (client < 0) | _irregular(index, conn_of, stream, first, on_port, count)
-    frames: list[tuple] = []
-    released = 0
-    for c in np.nonzero(~irregular)[0].tolist():
-        conn = conns[c]
-        conn.client = int(client[c])
-        conn.irregular = False
-        for s in (0, 1):
-            regular = _cut(data, index, np.nonzero(stream == 2 * c + s)[0], conn, s, frames)
-            if len(frames) > released + RELEASE_FRAMES and len(data) > 4 * WINDOW:
-                release(data, len(data))        # the pages read for size prefixes (and those mapped around them)
-                released = len(frames)
-            if not regular:
-                conn.irregular = True
-                break
-    frames = [f for f in frames if not f[1].irregular]
-    frames.sort(key=lambda frame: frame[0])                 # stable: a packet's frames stay in stream order
+    """The two passes over one window holding a whole capture: (connections, the connection number of each
+    packet, the regular connections' frames in the order they complete; see :meth:`Streams.frames`)."""
+    first = Streams(kafka_ports)
+    first.classify(index, data)
+    conns = first.finish()
+    second = Streams(kafka_ports, conns)
+    conn_of, frames, _ = second.frames(index, data)
     return conns, conn_of, frames
+
+
+class Streams:
+    """The streams stage over the windows of one capture, in order (see the module docstring). ``known``:
+    the connections pass 1 found, with their verdicts (pass 2)."""
+
+    def __init__(self, kafka_ports: Iterable[int], known: list[Conn] | None = None) -> None:
+        self.ports = np.array(sorted(set(kafka_ports)), dtype=np.int64)
+        self.conns: list[Conn] = list(known or [])
+        self._ids: dict[tuple[int, int], int] = {}              # (low end, high end) -> connection number
+        for conn in self.conns:
+            a, b = ((x << 16) | port for x, port in conn.ends)
+            self._ids[(min(a, b), max(a, b))] = conn.index
+        self._end0 = np.array([(c.ends[0][0] << 16) | c.ends[0][1] for c in self.conns], dtype=np.int64)
+        self._base = 0                                          # packets in earlier windows
+        self._directions: dict[int, Direction] = {}             # stream (2 * connection + side) -> its cutter
+        self._carried = Carried()
+        self._asked: dict[int, dict] = {}      # connection -> correlation ids of its requests (an ordered set)
+
+    # ------------------------------------------------------------ both passes
+
+    def _assign(self, index) -> tuple[np.ndarray, np.ndarray]:
+        """Each packet's connection number and side; connections first seen here are numbered in order."""
+        a = (index.src << 16) | index.sport
+        b = (index.dst << 16) | index.dport
+        local, first = _connections(a, b)
+        low, high = np.minimum(a, b)[first].tolist(), np.maximum(a, b)[first].tolist()
+        ids = np.empty(len(first), dtype=np.int64)
+        new = []
+        for j, key in enumerate(zip(low, high)):
+            number = self._ids.get(key)
+            if number is None:
+                number = self._ids[key] = len(self.conns) + len(new)
+                new.append(int(first[j]))
+            ids[j] = number
+        if new:
+            self._open(index, new)
+        conn_of = ids[local]
+        return conn_of, (a != self._end0[conn_of]).astype(np.int64)
+
+    def _open(self, index, at: list[int]) -> None:
+        where = np.array(at, dtype=np.int64)
+        on_port = (np.isin(index.sport[where], self.ports) | np.isin(index.dport[where], self.ports)).tolist()
+        flags = index.flags[where].tolist()
+        for p, kafka_port, flag in zip(at, on_port, flags):
+            conn = Conn(len(self.conns), _end(index.src, index.sport, p), _end(index.dst, index.dport, p),
+                        kafka_port)
+            # the client: the side the first SYN names, else the Kafka port's other end
+            conn.client = (1 if flag & ACK else 0) if flag & SYN else (0 if index.dport[p] in self.ports else 1)
+            conn.first_ts = int(index.ts_ns[p]) / 1e9
+            self.conns.append(conn)
+        self._end0 = np.concatenate([self._end0, (index.src[where] << 16) | index.sport[where]])
+        self._carried.grow(len(self.conns), self._base + where)
+
+    def _direction(self, stream: int) -> Direction:
+        direction = self._directions.get(stream)
+        if direction is None:
+            direction = self._directions[stream] = Direction()
+        return direction
+
+    # ------------------------------------------------------------ pass 1
+
+    def classify(self, index, data, frames: list | None = None) -> None:
+        """Pass 1 over one window: connections, counters, and what makes a connection irregular. With
+        ``frames``, the frames of the connections regular so far are cut into it as :meth:`frames` would
+        (a reader that keeps the windows need not cut them again: see ``cut`` there)."""
+        n = len(index)
+        if not n:
+            return
+        conn_of, side = self._assign(index)
+        stream = conn_of * 2 + side
+        carried = self._carried
+        position = self._base + np.arange(n)
+        carried.check(index, conn_of, stream, position)
+        _count(self.conns, index, conn_of, stream)
+        bad = carried.bad
+        length = index.payload_length
+        cut: list = [] if frames is None else frames
+        start = len(cut)
+        order = np.argsort(stream, kind="stable")
+        sorted_streams = stream[order]
+        present = np.unique(sorted_streams)
+        bounds = np.searchsorted(sorted_streams, np.append(present, present[-1] + 1))
+        for j, s in enumerate(present.tolist()):
+            c = s >> 1
+            if bad[c] or not self.conns[c].kafka_port:
+                continue
+            packets = order[bounds[j]:bounds[j + 1]]
+            packets = packets[length[packets] > 0]
+            if len(packets) and not self._direction(s).walk(data, index, packets, self.conns[c], s & 1, cut):
+                bad[c] = True
+        self._answers(cut[start:], data, bad)
+        self._base += n
+
+    def _answers(self, frames: list, data, bad: np.ndarray) -> None:
+        """A connection whose server sends a response no request of it is waiting for (by correlation id) is
+        not regular: such a response may have to wait for the connection's next request to be read (see
+        ``KafkaSession._hold_unpaired``), which the general path does."""
+        frames = sorted(frames, key=_POSITION)                  # stable: a packet's frames in stream order
+        view = memoryview(data)
+        asked = self._asked
+        request_head, correlation = _REQUEST_HEAD.unpack_from, _CORRELATION.unpack_from
+        for frame in frames:
+            conn = frame[1]
+            c = conn.index
+            if bad[c]:
+                continue
+            if len(frame) == 6:                 # the header read in place (a frame's bytes: start, end)
+                buf, at, size = data, frame[4] + 4, frame[5] - frame[4] - 4
+            else:
+                buf, at = span_bytes(view, frame[6]), 4
+                size = len(buf) - 4
+            waiting = asked.get(c)
+            if waiting is None:
+                waiting = asked[c] = {}
+            if frame[2] == conn.client:
+                if size >= 8:
+                    api_key, api_version, correlation_id = request_head(buf, at)
+                    if api_key >= 0 and api_version >= 0 and correlation_id >= 0:
+                        waiting[correlation_id] = None
+                        if len(waiting) > MAX_WAITING:      # never answered (acks=0): forget the oldest
+                            del waiting[next(iter(waiting))]
+            elif waiting.pop(correlation(buf, at)[0] if size >= 4 else -1, True) is not None:
+                bad[c] = True
+
+    def finish(self) -> list[Conn]:
+        """The end of pass 1: every connection's verdict (``irregular``) and its regular facts."""
+        carried = self._carried
+        bad = carried.bad.copy()
+        count = len(self.conns)
+        bad |= (carried.syn_count[0::2] != 1) | (carried.syn_count[1::2] != 1)
+        for s, direction in self._directions.items():
+            if direction.pending():
+                bad[s >> 1] = True
+        for c, conn in enumerate(self.conns):
+            conn.irregular = bool(bad[c]) or not conn.kafka_port
+            conn.state = "RST" if carried.rst_at[c] != NEVER else "FIN" if carried.any_fin[c] else "open"
+        assert count == len(bad)
+        return self.conns
+
+    # ------------------------------------------------------------ pass 2
+
+    def frames(self, index, data, cut: list | None = None) -> tuple[np.ndarray, list[tuple], list[int]]:
+        """Pass 2 over one window: (each packet's connection number, the regular connections' frames completed
+        in this window in the order they complete, the positions of the irregular connections' packets).
+        Positions count from the window's first packet. A frame is (packet position, connection, side, stream
+        offset, start, end) with its bytes at data[start:end], or (packet position, connection, side, stream
+        offset, 0, 0, span) when they span segments (see :func:`.segments.span_ranges`); the packet is the one holding
+        the frame's last byte. ``cut``: the frames pass 1 cut in this window, when it was asked to."""
+        n = len(index)
+        if not n:
+            return np.zeros(0, dtype=np.int64), [], []
+        conn_of, side = self._assign(index)
+        irregular = np.array([c.irregular for c in self.conns], dtype=bool)
+        stream = conn_of * 2 + side
+        if cut is not None:
+            frames = [frame for frame in cut if not frame[1].irregular]
+            frames.sort(key=lambda frame: frame[0])             # stable: a packet's frames stay in stream order
+            self._base += n
+            return conn_of, frames, np.nonzero(irregular[conn_of])[0].tolist()
+        frames: list[tuple] = []
+        regular = ~irregular[conn_of] & (index.payload_length > 0)
+        where = np.nonzero(regular)[0]
+        order = where[np.argsort(stream[where], kind="stable")]
+        sorted_streams = stream[order]
+        if len(order):
+            present = np.unique(sorted_streams)
+            bounds = np.searchsorted(sorted_streams, np.append(present, present[-1] + 1))
+            for j, s in enumerate(present.tolist()):
+                self._direction(s).walk(data, index, order[bounds[j]:bounds[j + 1]], self.conns[s >> 1], s & 1,
+                                        frames)
+        frames.sort(key=lambda frame: frame[0])                 # stable: a packet's frames stay in stream order
+        self._base += n
+        return conn_of, frames, np.nonzero(irregular[conn_of])[0].tolist()
+
+
+def _count(conns: list[Conn], index, conn_of: np.ndarray, stream: np.ndarray) -> None:
+    """Add one window's packets to the connections' counters."""
+    present = np.unique(conn_of)
+    count = int(present[-1]) + 1
+    packets = np.bincount(stream, minlength=2 * count).tolist()
+    payload = np.bincount(stream, weights=index.payload_length, minlength=2 * count).astype(np.int64).tolist()
+    last_ns = np.zeros(count, dtype=np.int64)
+    np.maximum.at(last_ns, conn_of, index.ts_ns)
+    for c in present.tolist():
+        conn = conns[c]
+        conn.packets = [conn.packets[0] + packets[2 * c], conn.packets[1] + packets[2 * c + 1]]
+        conn.payload_bytes = [conn.payload_bytes[0] + payload[2 * c], conn.payload_bytes[1] + payload[2 * c + 1]]
+        conn.last_ts = max(conn.last_ts, int(last_ns[c]) / 1e9)
 
 
 def _connections(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -119,187 +292,6 @@ def _connections(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     conn_of = np.empty(len(order), dtype=np.int64)
     conn_of[order] = rank[group]
     return conn_of, np.sort(first_of_group)
-
-
-def _counters(conns: list[Conn], index, conn_of: np.ndarray, stream: np.ndarray, first: np.ndarray,
-              count: int) -> None:
-    packets = np.bincount(stream, minlength=2 * count).tolist()
-    payload = np.bincount(stream, weights=index.payload_length, minlength=2 * count).astype(np.int64).tolist()
-    last_ns = np.zeros(count, dtype=np.int64)
-    np.maximum.at(last_ns, conn_of, index.ts_ns)
-    first_ts = index.ts_ns[first].tolist()
-    rst = np.bincount(conn_of, weights=(index.flags & RST) > 0, minlength=count).tolist()
-    fin = np.bincount(conn_of, weights=(index.flags & FIN) > 0, minlength=count).tolist()
-    for c, conn in enumerate(conns):
-        conn.packets = packets[2 * c:2 * c + 2]
-        conn.payload_bytes = payload[2 * c:2 * c + 2]
-        conn.first_ts = first_ts[c] / 1e9
-        conn.last_ts = int(last_ns[c]) / 1e9
-        conn.state = "RST" if rst[c] else "FIN" if fin[c] else "open"
-
-
-def _clients(index, conn_of, side, flags, first, ports, count: int) -> np.ndarray:
-    """The client side of each connection (-1: unknown): the Kafka port's other end when the capture starts
-    after the handshake, else the side the first SYN names."""
-    client = np.full(count, -1, dtype=np.int64)
-    no_syn_first = (flags[first] & SYN) == 0
-    client[no_syn_first] = np.where(np.isin(index.dport[first[no_syn_first]], ports), 0, 1)
-    syn_at = _first(conn_of, (flags & SYN) != 0, count)
-    has_syn = syn_at != NEVER
-    syn_at = syn_at[has_syn]
-    named = np.full(count, -1, dtype=np.int64)
-    named[has_syn] = np.where(flags[syn_at] & ACK, 1 - side[syn_at], side[syn_at])
-    return np.where(no_syn_first, client, named)
-
-
-def _irregular(index, conn_of, stream, first, on_port, count: int) -> np.ndarray:
-    """Connections that are not regular (see the module docstring), judged from their packets at once."""
-    flags, length = index.flags, index.payload_length
-    n = len(stream)
-    position = np.arange(n)
-    bad = np.zeros(count, dtype=bool)
-    syn = (flags & SYN) != 0
-    first_syn = _first(stream, syn, 2 * count)
-    syn_count = np.bincount(stream[syn], minlength=2 * count)
-    reopened = syn & ((flags & ACK) == 0) & (position != first[conn_of])
-    if reopened.any():                                      # a SYN again: a repeat, or a new connection
-        _reopened(index, conn_of, stream, first_syn, on_port, np.nonzero(reopened)[0], bad)
-    bad |= (syn_count[0::2] != 1) | (syn_count[1::2] != 1)
-    bad[conn_of[syn & (length > 0)]] = True
-    base = (index.seq[np.minimum(first_syn, n - 1)] + 1) % SEQ_MOD          # per stream
-    fin_at = _first(stream, (flags & FIN) != 0, 2 * count)
-    rst_at = _first(conn_of, (flags & RST) != 0, count)
-    sending = (length > 0) | ((flags & FIN) != 0)
-    bad[conn_of[sending & ((first_syn[stream] >= position) | (position > fin_at[stream])
-                           | (position > rst_at[conn_of]))]] = True
-    delivered = _delivered_before(stream, length, 2 * count)
-    expected = (base[stream] + delivered) % SEQ_MOD          # a FIN too: bytes lost just before it are a hole
-    bad[conn_of[sending & ~syn & (index.seq != expected)]] = True
-    peer = stream ^ 1
-    acked = ((flags & ACK) != 0) & (first_syn[peer] < position) & (fin_at[peer] >= position) & \
-        (rst_at[conn_of] >= position)
-    peer_delivered = _peer_delivered(stream, length, position, acked)
-    delta = (index.ack - base[peer] - peer_delivered + HALF) % SEQ_MOD - HALF
-    bad[conn_of[acked & (delta > 0)]] = True
-    return bad
-
-
-def _first(group: np.ndarray, mask: np.ndarray, count: int) -> np.ndarray:
-    """Per group, the position of its first packet where ``mask`` holds (NEVER when none)."""
-    out = np.full(count, NEVER, dtype=np.int64)
-    where = np.nonzero(mask)[0]
-    groups, at = np.unique(group[where], return_index=True)
-    out[groups] = where[at]
-    return out
-
-
-def _delivered_before(stream: np.ndarray, length: np.ndarray, count: int) -> np.ndarray:
-    """Per packet, the payload bytes its direction sent before it."""
-    order = np.argsort(stream, kind="stable")
-    running = np.cumsum(length[order]) - length[order]
-    starts = np.searchsorted(stream[order], np.arange(count))
-    stream_base = np.concatenate([running, [0]])[starts]
-    out = np.empty(len(stream), dtype=np.int64)
-    out[order] = running - stream_base[stream[order]]
-    return out
-
-
-def _peer_delivered(stream, length, position, asking) -> np.ndarray:
-    """Per packet (where ``asking``), the payload bytes the other direction had sent before it."""
-    out = np.zeros(len(stream), dtype=np.int64)
-    if not asking.any():
-        return out
-    order = np.lexsort((position, stream))
-    key = stream[order] * (len(stream) + 1) + position[order]
-    total = np.cumsum(length[order])
-    starts = np.searchsorted(stream[order], np.arange(stream.max() + 2))
-    at = np.nonzero(asking)[0]
-    peer = stream[at] ^ 1
-    upto = np.searchsorted(key, peer * (len(stream) + 1) + at)          # peer packets before ``at``
-    begin = starts[np.minimum(peer, len(starts) - 1)]
-    before_stream = np.where(begin > 0, total[np.maximum(begin - 1, 0)], 0)
-    out[at] = np.where(upto > begin, total[np.maximum(upto - 1, 0)] - before_stream, 0)
-    return out
-
-
-def _reopened(index, conn_of, stream, first_syn, on_port, where: np.ndarray, bad: np.ndarray) -> None:
-    """A SYN on known addresses: an exact repeat of the direction's own SYN, on a Kafka port, before any data,
-    FIN or RST, is harmless (the connection goes to the general path); anything else may open a new
-    connection there, which would change the numbering of every later connection."""
-    for p in where.tolist():
-        c, s = int(conn_of[p]), int(stream[p])
-        before = conn_of[:p] == c
-        if (not on_port[c] or index.payload_length[:p][before].any() or (index.flags[:p][before] & (FIN | RST)).any()
-                or first_syn[s] >= p or index.seq[p] != index.seq[first_syn[s]]):
-            raise NotRegular
-        bad[c] = True
-
-
-def _cut(data, index, packets: np.ndarray, conn: Conn, side: int, frames: list) -> bool:
-    """The frames of one direction of a regular connection; False when it does not cut into whole frames."""
-    length = index.payload_length[packets]
-    keep = length > 0
-    packets, length = packets[keep], length[keep]
-    if not len(packets):
-        return True
-    if (length >= PREFIX).all() and (index.payload_head[packets] == length - PREFIX).all():
-        # each segment is one whole frame (the common case for small frames): no walk
-        starts = index.payload_start[packets]
-        offsets = np.cumsum(length) - length
-        frames.extend(zip(packets.tolist(), [conn] * len(packets), [side] * len(packets), offsets.tolist(),
-                          starts.tolist(), (starts + length).tolist()))
-        return True
-    starts = index.payload_start[packets].tolist()
-    lengths = length.tolist()
-    ends = np.cumsum(length).tolist()                       # stream offset after each segment
-    positions = packets.tolist()
-    total = ends[-1]
-    pos = k = 0
-    while pos < total:
-        if pos + PREFIX > total:
-            return False
-        k = bisect_left(ends, pos + 1, k)                   # the segment holding byte ``pos``
-        offset = starts[k] + pos - (ends[k] - lengths[k])
-        if pos + PREFIX <= ends[k]:
-            size = frame_size(data, offset)
-        else:
-            size = frame_size(_span(data, starts, lengths, ends, k, pos, pos + PREFIX))
-        if size < 0 or size > MAX_FRAME_SIZE or pos + PREFIX + size > total:
-            return False
-        end = pos + PREFIX + size
-        last = bisect_left(ends, end, k)                    # the segment holding the frame's last byte
-        if last == k:
-            frames.append((positions[k], conn, side, pos, offset, offset + PREFIX + size))
-        else:
-            span = (starts, lengths, k, last, offset, starts[last] + end - (ends[last] - lengths[last]))
-            frames.append((positions[last], conn, side, pos, 0, 0, span))
-        pos, k = end, last
-    return True
-
-
-def span_ranges(span: tuple) -> list[tuple[int, int]]:
-    """The file ranges holding a frame that spans segments, in order: the span is (the direction's segment
-    starts and lengths, first and last segment, where the frame starts in the first, ends in the last)."""
-    starts, lengths, k, last, head, tail = span
-    return [(head, starts[k] + lengths[k]), *((starts[j], starts[j] + lengths[j]) for j in range(k + 1, last)),
-            (starts[last], tail)]
-
-
-def span_bytes(view: memoryview, span: tuple) -> bytes:
-    """A frame that spans segments, joined (one copy) from a view of the file."""
-    return b"".join([view[a:b] for a, b in span_ranges(span)])
-
-
-def _span(data, starts, lengths, ends, k: int, pos: int, end: int) -> bytes:
-    """Stream bytes [pos, end) that cross segment boundaries, from segment ``k`` on."""
-    out = b""
-    while pos < end:
-        at = starts[k] + pos - (ends[k] - lengths[k])
-        take = min(end, ends[k]) - pos
-        out += data[at:at + take]
-        pos += take
-        k += 1
-    return out
 
 
 def _end(ips: np.ndarray, ports: np.ndarray, at: int) -> tuple[int, int]:

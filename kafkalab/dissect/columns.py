@@ -13,6 +13,21 @@ from __future__ import annotations
 from typing import NamedTuple
 
 
+def epoch_micros(ts: float) -> int:
+    """A capture time (epoch seconds as a float, as frames carry it) in whole microseconds: the one
+    conversion behind every ``time`` column (frames, exchanges, Parquet) and ``Frame.time``, so that one
+    instant reads the same everywhere. A float holds about a microsecond at today's dates; rounding (half to
+    even, as ``numpy.round`` does for the arrays of :func:`epoch_micros_array`) recovers a pcap's µs exactly."""
+    return round(ts * 1e6)
+
+
+def epoch_micros_array(ts):
+    """:func:`epoch_micros` over a sequence of times, as an int64 numpy array (the same values)."""
+    import numpy as np
+
+    return np.round(np.asarray(ts, dtype="float64") * 1e6).astype("int64")
+
+
 class Column(NamedTuple):
     name: str
     type: str

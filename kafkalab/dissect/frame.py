@@ -10,7 +10,7 @@ Column names and meanings are the project's data contract (see the data model in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from operator import attrgetter
 from typing import Any, Callable
 
@@ -84,7 +84,7 @@ class Frame:
 
     @property
     def time(self) -> datetime:
-        return datetime.fromtimestamp(self.ts, tz=timezone.utc)
+        return utc_time(self.ts)
 
     @property
     def body(self) -> dict | None:
@@ -328,8 +328,7 @@ def columns_table(columns: dict):
     for name in FRAME_COLUMNS:
         kind = _TYPES[name]
         if kind == "time":
-            ts = np.array(columns["ts"], dtype="float64")
-            micros = np.round(ts * 1e6).astype("int64")
+            micros = spec.epoch_micros_array(columns["ts"])
             data[name] = pd.DatetimeIndex(micros.astype("datetime64[us]"), tz="UTC").as_unit("ns")
             continue
         values = columns[name]
@@ -349,7 +348,6 @@ def columns_table(columns: dict):
 def frames_arrow(frames):
     """The frames table as a :class:`pyarrow.Table` with :func:`frames_schema` (no pandas involved): what
     streaming writers (Parquet) use, batch by batch, with the same columns and types as :func:`frames_table`."""
-    import numpy as np
     import pyarrow as pa
 
     from . import arrow
@@ -365,7 +363,7 @@ def frames_arrow(frames):
         name = arrow_field.name
         kind = arrow_field.type
         if _TYPES[name] == "time":
-            micros = np.round(np.array(columns["ts"], dtype="float64") * 1e6).astype("int64")
+            micros = spec.epoch_micros_array(columns["ts"])
             arrays.append(arrow.timestamps_ns(micros * 1000, kind))
         elif name in INTEGER_COLUMNS:
             arrays.append(arrow.numbers(columns[name], kind, INTEGER_COLUMNS[name].lower()))
@@ -425,6 +423,15 @@ def float_array(values):
 _ROW_FIELDS = tuple(name for name in FRAME_COLUMNS if name != "time") + ("ts",)
 _ROW = attrgetter(*_ROW_FIELDS)
 ROW_FIELDS = _ROW_FIELDS            # a row: these values in this order, then raw, stream_offset, topic_ids, message
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def utc_time(ts: float) -> datetime:
+    """A capture time as a UTC datetime, the instant the tables' ``time`` columns hold (see
+    :func:`kafkalab.dissect.columns.epoch_micros`)."""
+    return _EPOCH + timedelta(microseconds=spec.epoch_micros(ts))
 
 
 def frame_from_row(row) -> Frame:

@@ -38,7 +38,7 @@ def exchanges_table(frames):
             "stream": request.stream, "client": request.src, "server": request.dst, "api_key": request.api_key,
             "api_name": request.api_name, "api_version": request.api_version,
             "correlation_id": request.correlation_id, "client_id": request.client_id,
-            "request_time": request.time, "response_time": response.time if response else None,
+            "request_time": _ns(request.ts), "response_time": _ns(response.ts) if response else None,
             "latency_ms": response.latency_ms if response else None,
             "error_code": response.error_code if response else None,
             "error": response.error if response else None,
@@ -47,6 +47,11 @@ def exchanges_table(frames):
             "expects_response": not (request.api_key == PRODUCE and body.get("acks") == 0),
         })
     return spec.from_rows(rows, "exchanges")
+
+
+def _ns(ts: float) -> int:
+    """A frame's time as the tables hold it (the frames table's conversion, see spec.epoch_micros)."""
+    return spec.epoch_micros(ts) * 1000
 
 
 def connections_table(connections: Iterable):

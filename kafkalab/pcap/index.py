@@ -65,6 +65,7 @@ class PacketIndex:
     payload_head: np.ndarray     # the payload's first 4 bytes as a big-endian integer (-1: fewer than 4)
     records: Records
     others: np.ndarray           # 0-based record positions the general decoder must read
+    record_base: int = 0         # the file position of ``records``' first record (a window's)
 
     def __len__(self) -> int:
         return len(self.number)
@@ -75,13 +76,10 @@ def pcap_records(data) -> Records:
     return _concat(list(_pcap_windows(data)))
 
 
-def pcapng_records(data) -> Records:
-    """The records of a pcapng file whose packets are Enhanced Packet Blocks (others: not indexable)."""
-    return _concat(list(_pcapng_windows(data)))
-
-
-def _pcap_windows(data) -> Iterator[Records]:
-    """The records of a classic pcap file, a window of about ``WINDOW`` file bytes at a time."""
+def _pcap_windows(data, window: int | None = None) -> Iterator[Records]:
+    """The records of a classic pcap file, a window of about ``window`` (default ``WINDOW``) file bytes at a
+    time."""
+    window = window or WINDOW
     order, nanos = PCAP_MAGICS[struct.unpack_from("<I", data)[0]]
     major, _, _, _, snaplen, linktype = struct.unpack_from(order + "HHiIII", data, 4)
     if major != 2:
@@ -91,7 +89,7 @@ def _pcap_windows(data) -> Iterator[Records]:
     while pos + 16 <= n:
         offsets: list[int] = []
         add = offsets.append
-        limit = min(n, pos + WINDOW)
+        limit = min(n, pos + window)
         while pos + 16 <= limit:
             stored = unpack(data, pos + 8)[0]
             if stored > MAX_RECORD:
@@ -109,13 +107,14 @@ def _pcap_windows(data) -> Iterator[Records]:
         raise NotIndexable("truncated")
 
 
-def _pcapng_windows(data) -> Iterator[Records]:
-    """The records of a pcapng file, a window of about ``WINDOW`` file bytes at a time."""
+def _pcapng_windows(data, window: int | None = None) -> Iterator[Records]:
+    """The records of a pcapng file, a window of about ``window`` (default ``WINDOW``) file bytes at a time."""
+    window = window or WINDOW
     order = "<"
     interfaces: list[_Interface] = []
     columns: list[list[int]] = [[], [], [], [], [], []]    # start, time, stored, original, snaplen, linktype
     pos, n = 0, len(data)
-    limit = WINDOW
+    limit = window
     while pos < n:
         if pos + 12 > n:
             raise NotIndexable("truncated")
@@ -153,7 +152,7 @@ def _pcapng_windows(data) -> Iterator[Records]:
         if pos >= limit:
             yield Records(*(np.array(column, dtype=np.int64) for column in columns))
             columns = [[], [], [], [], [], []]
-            limit = pos + WINDOW
+            limit = pos + window
     yield Records(*(np.array(column, dtype=np.int64) for column in columns))
 
 
@@ -162,38 +161,48 @@ def _concat(parts: list[Records]) -> Records:
                      for name in ("start", "ts_ns", "stored", "original", "snaplen", "linktype")))
 
 
-def file_records(data) -> Records:
-    return _concat(list(_record_windows(data)))
-
-
-def _record_windows(data) -> Iterator[Records]:
+def _record_windows(data, window: int | None = None) -> Iterator[Records]:
     if len(data) < 24:
         raise NotIndexable("too short")
     magic = struct.unpack_from("<I", data)[0]
     if magic in PCAP_MAGICS:
-        return _pcap_windows(data)
+        return _pcap_windows(data, window)
     if magic == PCAPNG_SHB:
-        return _pcapng_windows(data)
+        return _pcapng_windows(data, window)
     raise NotIndexable("not a pcap or pcapng file")
 
 
 def packet_index(data) -> PacketIndex:
-    """The packet index of a whole capture file held in ``data`` (bytes or a read-only map). The file is
-    read a window at a time (the record walk, then the headers of the window's packets), each window's
-    pages let go once read, so the index of a capture larger than memory can be built."""
-    windows, parts, base = [], [], 0
-    for records in _record_windows(data):
-        parts.append(_index(data, records, base))
-        windows.append(records)
+    """The packet index of a whole capture file held in ``data`` (bytes or a read-only map): the windows of
+    :func:`index_windows` joined."""
+    windows = list(index_windows(data))
+    records = _concat([w.records for w in windows])
+    columns = [_joined([getattr(w, name) for w in windows]) for name in _COLUMNS]
+    return PacketIndex(*columns, records=records, others=_joined([w.others for w in windows]))
+
+
+_COLUMNS = ("number", "ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload_start",
+            "payload_length", "payload_head")
+
+
+def index_windows(data, window: int | None = None) -> Iterator[PacketIndex]:
+    """The packet index of a capture file, a window of about ``window`` (default ``WINDOW``) file bytes at a
+    time (record
+    numbers and ``others`` count from the file's start), each window's pages let go once read: the
+    index of a capture larger than memory is built window by window, and later stages may work on one
+    window at a time."""
+    base = 0
+    for records in _record_windows(data, window):
+        keep, columns = _index(data, records, base)
+        fast = np.zeros(len(records.start), dtype=bool)
+        fast[keep - base] = True
+        local = keep - base
+        window = PacketIndex(keep + 1, records.ts_ns[local], *columns, records=records,
+                             others=np.nonzero(~fast)[0] + base, record_base=base)
         base += len(records.start)
         if len(records.start):
             release(data, int(records.start[-1]))
-    records = _concat(windows)
-    keep = _joined([part[0] for part in parts])
-    columns = [_joined([part[1][k] for part in parts]) for k in range(10)]
-    fast = np.zeros(len(records.start), dtype=bool)
-    fast[keep] = True
-    return PacketIndex(keep + 1, records.ts_ns[keep], *columns, records=records, others=np.nonzero(~fast)[0])
+        yield window
 
 
 def _joined(arrays: list[np.ndarray]) -> np.ndarray:

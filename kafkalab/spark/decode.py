@@ -8,8 +8,8 @@ came from, and a frame's time names the packet that completed it. After the grou
 connection* (a handshake and one complete ApiVersions request on addresses no capture uses): the frame it
 completes is numbered after every frame completed by a real packet and before everything completed only at
 the end of the capture, which tells the two kinds apart. The real timestamps are put back afterwards, with
-times and latencies computed from them as the engine computes them (seconds as floats; frame times rounded
-to microseconds, exchange times as ``Frame.time``; latency ``round((response - request) * 1000, 6)`` ms).
+times and latencies computed from them as the engine computes them (seconds as floats; frame and exchange
+times by :func:`kafkalab.dissect.columns.epoch_micros`; latency ``round((response - request) * 1000, 6)`` ms).
 
 What comes out, per group (``g``): ``("stream", first packet's order key, (g, local stream))`` for every
 TCP connection; ``("fkey", sort key, (g, local frame))``; the rows of the four tables keyed by local numbers;
@@ -18,14 +18,13 @@ TCP connection; ``("fkey", sort key, (g, local frame))``; the rows of the four t
 from __future__ import annotations
 
 import struct
-from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
+from kafkalab.dissect.columns import epoch_micros
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
 
 SECOND = 1_000_000_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
 _MARK_REQUEST = struct.pack(">ihhih", 10, 18, 0, 0x7EAD, -1)      # ApiVersions v0, null client id
 
@@ -37,12 +36,6 @@ def _marker(first: int) -> list[TcpPacket]:
             TcpPacket(first + 1, ts[1], s, sp, c, cp, 500, 101, SYN | ACK, b"", []),
             TcpPacket(first + 2, ts[2], c, cp, s, sp, 101, 501, ACK, b"", []),
             TcpPacket(first + 3, ts[3], c, cp, s, sp, 101, 501, ACK | PSH, _MARK_REQUEST, [])]
-
-
-def _datetime_ns(seconds: float) -> int:
-    """Nanoseconds of ``Frame.time`` (what the exchanges table holds: ``datetime.fromtimestamp``, which rounds
-    the float's exact value to microseconds, where the frames table rounds ``seconds * 1e6``)."""
-    return (datetime.fromtimestamp(seconds, tz=timezone.utc) - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
 def _py(value):
@@ -115,7 +108,7 @@ def decode_group(group, packets: list, ports) -> list:
             ts_of[number] = last_real[row["stream"]] if t == synthetic_last[row["stream"]] else real[int(t) - 1]
             sort_key = (1, row["stream"], number)
         out.append(("fkey", sort_key, (group, number)))
-        row["time"] = int(np.round(ts_of[number] * 1e6)) * 1000
+        row["time"] = epoch_micros(ts_of[number]) * 1000
         out.append(("frame", (group, number), row))
     for row_key in list(out):
         if row_key[0] != "frame":
@@ -128,9 +121,9 @@ def decode_group(group, packets: list, ports) -> list:
     for row in _rows(cap.exchanges):
         if row["stream"] == marker_stream:
             continue
-        row["request_time"] = _datetime_ns(ts_of[row["request_frame"]])
+        row["request_time"] = epoch_micros(ts_of[row["request_frame"]]) * 1000
         if row["response_frame"] is not None:
-            row["response_time"] = _datetime_ns(ts_of[row["response_frame"]])
+            row["response_time"] = epoch_micros(ts_of[row["response_frame"]]) * 1000
             row["latency_ms"] = round((ts_of[row["response_frame"]] - ts_of[row["request_frame"]]) * 1000.0, 6)
         out.append(("exchange", (group, row["request_frame"]), row))
     for j, row in enumerate(_rows(cap.records)):

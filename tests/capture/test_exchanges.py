@@ -61,3 +61,33 @@ def test_with_no_request_ever_seen_the_newest_fitting_version_is_taken_and_named
     [frame] = list(cap)
     assert frame.inferred and frame.api_version == 12
     assert any("also fits" in d and "v10" in d for d in frame.diagnostics)
+
+
+def test_an_exchange_holds_the_times_of_its_frames_exactly(tmp_path):
+    """One conversion from a frame's float time to the tables' time (kafkalab.dissect.columns.epoch_micros):
+    an exchange's request_time and response_time are its frames' ``time`` to the nanosecond, and
+    ``Frame.time`` reads the same instant, even for times whose float sits on a microsecond's half."""
+    import pandas as pd
+
+    from kafkalab.pcap import TcpPcapWriter
+
+    path = tmp_path / "times.pcap"
+    # times whose float value a naive datetime conversion rounds one microsecond away from numpy's
+    times = [1700000000.5195014, 1700000000.4951854, 1700000001.0000005, 1700000002.2500015]
+    with TcpPcapWriter(path) as writer:                  # nanosecond timestamps
+        conn = writer.open_connection(("10.0.0.1", 40000), ("10.0.0.2", 9092), times[0] - 1)
+        for cid, (sent, answered) in enumerate(zip(times[::2], times[1::2]), 1):
+            writer.send(conn, True, encode_request("ApiVersions", 3, {"client_software_name": "t",
+                                                                      "client_software_version": "1"},
+                                                   correlation_id=cid, client_id="c"), sent)
+            writer.send(conn, False, encode_response("ApiVersions", 3, {"error_code": 0, "api_keys": [],
+                                                                        "throttle_time_ms": 0},
+                                                     correlation_id=cid), answered)
+    cap = read_capture(path)
+    frames = cap.frames.set_index("frame")
+    exchanges = cap.exchanges
+    assert len(exchanges) == 2
+    for row in exchanges.itertuples():
+        assert row.request_time == frames.loc[row.request_frame, "time"]
+        assert row.response_time == frames.loc[row.response_frame, "time"]
+        assert pd.Timestamp(cap[int(row.request_frame)].time) == row.request_time

@@ -8,7 +8,8 @@ import pytest
 
 from kafkalab.capture import read_capture
 from kafkalab.capture.frame_store import CaptureFileChanged
-from kafkalab.capture.streams import span_bytes, streams
+from kafkalab.capture.segments import span_bytes
+from kafkalab.capture.streams import streams
 from kafkalab.pcap import TcpPcapWriter
 from kafkalab.pcap.index import packet_index, pcap_records
 from kafkalab.protocol import encode_request, encode_response

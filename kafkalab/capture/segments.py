@@ -1,0 +1,108 @@
+"""Frames cut from one direction's TCP segments, in place in the capture file (the frames stage of a regular
+connection).
+
+Owns: :class:`Direction`, the walk from size prefix to size prefix over a direction's segments (each a file
+offset and a length), window after window, carrying the segments of the frame not finished yet; and the
+*span* of a frame that crosses segments (:func:`span_ranges`, :func:`span_bytes`), its bytes left in the
+file until asked for. The cutting rule is :func:`kafkalab.protocol.framing.frame_size`'s, the same as
+everywhere; this module only finds the prefixes in a file instead of a buffer. Must not know TCP (the
+segments given are already known to follow each other exactly) nor Kafka messages.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+
+import numpy as np
+
+from kafkalab.protocol.framing import MAX_FRAME_SIZE, PREFIX, frame_size
+
+
+class Direction:
+    """One direction of a regular connection across windows: where its next frame starts in the direction's
+    byte stream, and the segments (file offsets) holding the bytes from there on, an unfinished frame's."""
+
+    __slots__ = ("pos", "total", "starts", "lengths", "ends", "positions")
+
+    def __init__(self) -> None:
+        self.pos = self.total = 0               # stream offsets: the next frame's start, the bytes seen
+        self.starts: list[int] = []
+        self.lengths: list[int] = []
+        self.ends: list[int] = []               # stream offset after each segment
+        self.positions: list[int] = []
+
+    def pending(self) -> bool:
+        """Bytes that do not make a whole frame yet."""
+        return self.pos < self.total
+
+    def walk(self, data, index, packets: np.ndarray, conn, side: int, frames: list | None) -> bool:
+        """Cut the frames the window's segments ``packets`` (this direction's, with payload, in order)
+        complete, appending them to ``frames`` (None: only check); False when the bytes do not cut into
+        frames (a size prefix out of range)."""
+        length = index.payload_length[packets]
+        total = self.total
+        if self.pos == total and (length >= PREFIX).all() and (index.payload_head[packets] == length - PREFIX).all():
+            # each segment is one whole frame (the common case for small frames): no walk
+            self.pos = self.total = total + int(length.sum())
+            if frames is not None:
+                starts = index.payload_start[packets]
+                offsets = total + np.cumsum(length) - length
+                frames.extend(zip(packets.tolist(), [conn] * len(packets), [side] * len(packets), offsets.tolist(),
+                                  starts.tolist(), (starts + length).tolist()))
+            return True
+        starts = self.starts + index.payload_start[packets].tolist()
+        lengths = self.lengths + length.tolist()
+        ends = self.ends + (total + np.cumsum(length)).tolist()
+        positions = self.positions + packets.tolist()
+        total = ends[-1]
+        pos, k = self.pos, 0
+        while pos + PREFIX <= total:
+            k = bisect_left(ends, pos + 1, k)                   # the segment holding byte ``pos``
+            offset = starts[k] + pos - (ends[k] - lengths[k])
+            if pos + PREFIX <= ends[k]:
+                size = frame_size(data, offset)
+            else:
+                size = frame_size(_span(data, starts, lengths, ends, k, pos, pos + PREFIX))
+            if size < 0 or size > MAX_FRAME_SIZE:
+                return False
+            end = pos + PREFIX + size
+            if end > total:                                     # unfinished: the next window finishes it
+                break
+            last = bisect_left(ends, end, k)                    # the segment holding the frame's last byte
+            if frames is None:
+                pass
+            elif last == k:
+                frames.append((positions[k], conn, side, pos, offset, offset + PREFIX + size))
+            else:
+                span = (starts, lengths, k, last, offset, starts[last] + end - (ends[last] - lengths[last]))
+                frames.append((positions[last], conn, side, pos, 0, 0, span))
+            pos, k = end, last
+        keep = bisect_left(ends, pos + 1)                       # the segments still holding unfinished bytes
+        self.pos, self.total = pos, total
+        self.starts, self.lengths, self.ends, self.positions = \
+            starts[keep:], lengths[keep:], ends[keep:], positions[keep:]
+        return True
+
+
+def span_ranges(span: tuple) -> list[tuple[int, int]]:
+    """The file ranges holding a frame that spans segments, in order: the span is (the direction's segment
+    starts and lengths, first and last segment, where the frame starts in the first, ends in the last)."""
+    starts, lengths, k, last, head, tail = span
+    return [(head, starts[k] + lengths[k]), *((starts[j], starts[j] + lengths[j]) for j in range(k + 1, last)),
+            (starts[last], tail)]
+
+
+def span_bytes(view: memoryview, span: tuple) -> bytes:
+    """A frame that spans segments, joined (one copy) from a view of the file."""
+    return b"".join([view[a:b] for a, b in span_ranges(span)])
+
+
+def _span(data, starts, lengths, ends, k: int, pos: int, end: int) -> bytes:
+    """Stream bytes [pos, end) that cross segment boundaries, from segment ``k`` on."""
+    out = b""
+    while pos < end:
+        at = starts[k] + pos - (ends[k] - lengths[k])
+        take = min(end, ends[k]) - pos
+        out += data[at:at + take]
+        pos += take
+        k += 1
+    return out
