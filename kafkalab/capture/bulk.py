@@ -36,7 +36,8 @@ from kafkalab.pcap.files import LinkRecord
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
-from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore
+from .frame_store import (R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore,
+                          HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
 from .streams import Conn, _dotted, span_bytes
 
@@ -74,15 +75,23 @@ def read_bulk(source, ports: Iterable[int] | None = None):
 def _read(data: bytes, ports: Iterable[int] | None, path):
     from kafkalab.pcap.index import NotIndexable, packet_index      # numpy: only when a file is read in bulk
 
+    try:
+        index = packet_index(data)
+    except NotIndexable:
+        raise Bail from None
+    return read_index(index, data, ports, path)
+
+
+def read_index(index, data, ports: Iterable[int] | None, path=None):
+    """The :class:`~.capture.Capture` of the packets of a :class:`~kafkalab.pcap.index.PacketIndex` whose
+    payloads are in ``data`` (the mapped capture file at ``path``, or, with no path, any buffer: a
+    distributed reader's payloads of one group of connections); raises :class:`Bail` where the general
+    pipeline must read them."""
     from .streams import NotRegular, streams
 
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
-    try:
-        index = packet_index(data)
-    except NotIndexable:
-        raise Bail from None
     records = index.records
     if len(index.others):                       # what the general decoder makes of the rest: no TCP allowed
         decoder = PacketDecoder()
@@ -114,7 +123,7 @@ def _read(data: bytes, ports: Iterable[int] | None, path):
     row_columns, objects, extras, analyzer = _decode(data, columns, conns, packet_conn, frames, kafka_ports)
     del frames, packet_conn, columns
     store = FrameStore(row_columns, objects, extras)
-    store.raw = FileBytes(path, store.raw)
+    store.raw = FileBytes(path, store.raw) if path is not None else HeldBytes(data, store.raw)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=len(index),

@@ -136,3 +136,25 @@ class FileBytes:
                 raise CaptureFileChanged(f"{self.path} changed after it was read: read it again")
             return b"".join(os.pread(stream.fileno(), end - start, start) for start, end in ranges)
 
+
+
+class HeldBytes:
+    """Each frame's bytes, by index, sliced on demand from a buffer held in memory (entries as in
+    :class:`FileBytes`): the payloads a distributed reader gathered for one group of connections."""
+
+    def __init__(self, data, entries: list) -> None:
+        self.data = data
+        self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, index: int) -> bytes | None:
+        entry = self.entries[index]
+        if entry is None or isinstance(entry, (bytes, bytearray)):
+            return entry
+        if len(entry) == 2:
+            return bytes(self.data[entry[0]:entry[1]])
+        from .streams import span_bytes
+
+        return span_bytes(memoryview(self.data), entry)
