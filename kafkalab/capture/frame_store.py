@@ -128,7 +128,9 @@ class FileBytes:
             return entry
         from .streams import span_ranges
 
-        ranges = [entry] if len(entry) == 2 else span_ranges(entry)
+        return self._read([entry] if len(entry) == 2 else span_ranges(entry))
+
+    def _read(self, ranges: list[tuple[int, int]]) -> bytes:
         with open(self.path, "rb") as stream:
             info = os.fstat(stream.fileno())
             size, mtime = self._stamp
@@ -137,24 +139,13 @@ class FileBytes:
             return b"".join(os.pread(stream.fileno(), end - start, start) for start, end in ranges)
 
 
-
-class HeldBytes:
-    """Each frame's bytes, by index, sliced on demand from a buffer held in memory (entries as in
-    :class:`FileBytes`): the payloads a distributed reader gathered for one group of connections."""
+class HeldBytes(FileBytes):
+    """Each frame's bytes, by index, sliced from a buffer held in memory (entries as in :class:`FileBytes`):
+    the payloads a distributed reader gathered for one group of connections."""
 
     def __init__(self, data, entries: list) -> None:
         self.data = data
         self.entries = entries
 
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __getitem__(self, index: int) -> bytes | None:
-        entry = self.entries[index]
-        if entry is None or isinstance(entry, (bytes, bytearray)):
-            return entry
-        if len(entry) == 2:
-            return bytes(self.data[entry[0]:entry[1]])
-        from .streams import span_bytes
-
-        return span_bytes(memoryview(self.data), entry)
+    def _read(self, ranges: list[tuple[int, int]]) -> bytes:
+        return b"".join(bytes(self.data[start:end]) for start, end in ranges)
