@@ -253,8 +253,7 @@ def _outputs(group: int, cap, n: int, keys: np.ndarray, real_ns: np.ndarray, cod
     out.append(_table_batch(group, "exchanges", exchanges, {"request_time": request_time,
                                                              "response_time": response_time, "latency_ms": ex_latency}))
 
-    records = cap.records
-    out.append(_table_batch(group, "records", records, {"_order": np.arange(len(records), dtype=np.int64)}))
+    out.append(_records_batch(group, cap))
 
     conns = cap.connections[mine]
     first_real = {s: real[f] for s, f in zip(streams.tolist(), first.tolist())}
@@ -315,12 +314,41 @@ def _batch(group: int, kind: str, columns: dict):
     schema = output_schema()
     inner = schema.field(kind).type
     n = len(next(iter(columns.values())))
-    fields = [pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(n, f.type) for f in inner]
+    fields = [_arrow(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in inner]
     arrays = [pa.array([kind] * n, pa.string()), pa.array(np.full(n, group, dtype=np.int64))]
     for f in list(schema)[2:]:
         arrays.append(pa.StructArray.from_arrays(fields, fields=list(inner)) if f.name == kind
                       else pa.nulls(n, f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _arrow(values, kind):
+    """``values`` (an Arrow array, numpy array or list) as an Arrow array of ``kind``, not copied when it is one."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values if values.type == kind else values.cast(kind)
+    return pa.array(values, type=kind)
+
+
+def _records_batch(group: int, cap):
+    """The records table straight from the engine's Arrow columns (no pandas view made)."""
+    import pyarrow as pa
+
+    from kafkalab.dissect.records_table import records_arrow
+
+    if cap._store is not None:
+        from kafkalab.capture.rows import record_sources
+
+        table = records_arrow(record_sources(cap._store))
+    else:
+        table = records_arrow(cap.frame_list)
+    columns = {c.name: (table.column(c.name).cast(pa.int64()) if c.type == "time" else table.column(c.name))
+               for c in spec.TABLES["records"]}
+    columns["_order"] = np.arange(table.num_rows, dtype=np.int64)
+    return _batch(group, "records", columns)
 
 
 def _table_batch(group: int, name: str, frame, replaced: dict):
