@@ -21,6 +21,7 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False) -> dict:
     """The four tables as DataFrames with global numbers (``streams``: (first packet's order key, (group,
     local stream)) for every connection: the ranges of a cut connection share its first packet's key;
     ``merge``: there are such ranges, whose connection rows are merged)."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
@@ -33,7 +34,8 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False) -> dict:
     order = [F.col("phase"), F.when(phase0, F.col("rank")).otherwise(F.col("_stream")),
              F.when(phase0, F.col("start")).otherwise(F.col("local")), F.col("pos"), F.col("local")]
     numbers = keys.select(F.col("g").alias("_g"), F.col("local").alias("_local"),
-                          F.row_number().over(Window.orderBy(*order)).cast("bigint").alias("_number")).persist()
+                          F.row_number().over(Window.orderBy(*order)).cast("bigint").alias("_number"))
+    numbers = numbers.persist(StorageLevel.MEMORY_AND_DISK)
     return {name: _table(decoded, name, numbers, stream_ids, merge) for name in spec.TABLES}
 
 

@@ -118,6 +118,7 @@ def _units(sc, units: list) -> list:
 def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) -> SparkCapture:
     """The frames, exchanges, records and connections of the capture in ``paths`` (files, globs,
     directories; several files are one capture) as DataFrames, decoded on ``spark``."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from .numbering import numbered_tables
@@ -127,7 +128,8 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) 
     capture_plan = plan(paths, target_bytes)
     files = capture_plan.files
     units = _units(sc, capture_plan.units)
-    index = _index(spark, units).persist()
+    KEPT = StorageLevel.MEMORY_AND_DISK      # serialized: a session's reads share its heap
+    index = _index(spark, units).persist(KEPT)
     facts = index.groupBy("note", *_KEY).agg(F.sum("len").alias("bytes")).collect()
     notes = sorted(row["note"] for row in facts if row["note"] is not None)
     sizes = {((row["ka_ip"], row["ka_port"]), (row["kb_ip"], row["kb_port"])): row["bytes"]
@@ -138,14 +140,14 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) 
     if cuts:
         width = sc.defaultParallelism * 2
     tasks = decode_tasks(groups, sizes, width, cuts)
-    decoded = _decode(spark, index, tasks, cuts, files, ports, width).persist()
+    decoded = _decode(spark, index, tasks, cuts, files, ports, width).persist(KEPT)
     facts = decoded.where("kind in ('stream', 'topics')").select("kind", "g", "stream", "topics").collect()
     topics = [(set(row["topics"]["unresolved"]), set(row["topics"]["known"])) for row in facts if row["kind"] == "topics"]
     known = set().union(*(k for _, k in topics)) if topics else set()
     if any(u & known for u, _ in topics) and len(topics) > 1:
         decoded.unpersist()
         cuts = {}
-        decoded = _decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, 1).persist()
+        decoded = _decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, 1).persist(KEPT)
         facts = decoded.where("kind = 'stream'").select("kind", "g", "stream").collect()
     aliases = {(c["rank"], c["start"], c["pos"] - POS_STEP + 1): c["first"] for found in cuts.values() for c in found}
     streams = [(aliases.get(key, key), (row["g"], s["local"]))
