@@ -27,7 +27,8 @@ from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expec
 
 from .analyzer import Analyzer
 from .engine import WINDOW_END, Bail, mapped, plan, window_events
-from .frame_store import R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore
+from .frame_store import (R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore,
+                          HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
 from .segments import span_bytes
 from .streams import Conn
@@ -48,12 +49,20 @@ def read_bulk(source, ports: Iterable[int] | None = None):
         return None
 
 
-def _read(data: bytes, ports: Iterable[int] | None, path):
+def read_index(index, data, ports: Iterable[int] | None):
+    """The :class:`~.capture.Capture` of the packets of a :class:`~kafkalab.pcap.index.PacketIndex` whose
+    payloads are in ``data`` (any buffer: a distributed reader's payloads of one group of connections), read
+    by the same stages as a file, as one window; raises :class:`Bail` where the general pipeline must read
+    them."""
+    return _read(data, ports, None, [index])
+
+
+def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None):
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
-    conns, windows, packets = plan(data, kafka_ports, keep=True)
+    conns, windows, packets = plan(data, kafka_ports, keep=True, indexes=indexes)
     columns, packet_conn = [[] for _ in range(11)], []
     events = window_events(data, conns, kafka_ports, windows, columns, packet_conn)
     decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True)
@@ -66,7 +75,7 @@ def _read(data: bytes, ports: Iterable[int] | None, path):
     del events, packet_conn, columns, windows
     analyzer.packet_count = packets
     store = FrameStore(row_columns, objects, extras)
-    store.raw = FileBytes(path, store.raw)
+    store.raw = FileBytes(path, store.raw) if path is not None else HeldBytes(data, store.raw)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,

@@ -64,10 +64,11 @@ def mapped(source):
         return None
 
 
-def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None) -> tuple[list[Conn], list | None, int]:
-    """Pass 1 over windows of ``window`` bytes (default: ``pcap.index.WINDOW``): (the connections with their
-    verdicts, the packet index windows with the frames cut in them when ``keep``, else None, the number of
-    TCP packets). Raises
+def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None,
+         indexes: Iterable | None = None) -> tuple[list[Conn], list | None, int]:
+    """Pass 1 over windows of ``window`` bytes (default: ``pcap.index.WINDOW``), or over ``indexes`` (packet
+    indexes made elsewhere, whose payloads are in ``data``): (the connections with their verdicts, the packet
+    index windows with the frames cut in them when ``keep``, else None, the number of TCP packets). Raises
     :class:`Bail` for a file the general pipeline must read."""
     from kafkalab.pcap.index import NotIndexable, index_windows     # numpy: only when a file is read so
 
@@ -75,7 +76,7 @@ def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None) ->
     kept: list | None = [] if keep else None
     packets = 0
     try:
-        for index in index_windows(data, window):
+        for index in index_windows(data, window) if indexes is None else indexes:
             _no_other_tcp(data, index)
             cut: list | None = [] if kept is not None else None
             first.classify(index, data, cut)

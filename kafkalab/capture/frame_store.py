@@ -137,7 +137,9 @@ class FileBytes:
             return entry
         from .segments import span_ranges
 
-        ranges = [entry] if len(entry) == 2 else span_ranges(entry)
+        return self._read([entry] if len(entry) == 2 else span_ranges(entry))
+
+    def _read(self, ranges: list[tuple[int, int]]) -> bytes:
         with open(self.path, "rb") as stream:
             self._check(stream)
             return b"".join(os.pread(stream.fileno(), end - start, start) for start, end in ranges)
@@ -157,7 +159,7 @@ class FileBytes:
 
         from kafkalab.pcap.index import release
 
-        from .streams import span_bytes
+        from .segments import span_bytes
 
         with open(self.path, "rb") as stream:
             self._check(stream)
@@ -199,3 +201,19 @@ def _compact(entries: list) -> list:
             pair = shared[id(starts)] = (array("q", starts), array("q", lengths), starts)
         entries[i] = (pair[0], pair[1], *entry[2:])
     return entries
+
+class HeldBytes(FileBytes):
+    """Each frame's bytes, by index, sliced from a buffer held in memory (entries as in :class:`FileBytes`):
+    the payloads a distributed reader gathered for one group of connections."""
+
+    def __init__(self, data, entries: list) -> None:
+        self.data = data
+        self.entries = entries
+
+    def _read(self, ranges: list[tuple[int, int]]) -> bytes:
+        return b"".join(bytes(self.data[start:end]) for start, end in ranges)
+
+    @contextmanager
+    def reader(self):
+        """A function ``index -> bytes`` (the buffer is in memory already: nothing to map)."""
+        yield self.__getitem__

@@ -1,19 +1,24 @@
-"""The decode stage of a distributed read: one group of connections, decoded by kafkalab's own engine, with
-everything the global numbering needs.
+"""The decode stage of a distributed read: the index rows of one group of connections, decoded by kafkalab's own
+engine, into Arrow batches with everything the global numbering needs.
 
-A group holds every packet of a set of connections (see :mod:`.pipeline` for which connections share a
-group). Its packets, sorted by their global order key, are fed to :func:`kafkalab.read_capture` as packets
-whose timestamps are their positions (1 s, 2 s, ...): every time the engine reports then says which packet it
-came from, and a frame's time names the packet that completed it. After the group's packets comes a *marker
-connection* (a handshake and one complete ApiVersions request on addresses no capture uses): the frame it
-completes is numbered after every frame completed by a real packet and before everything completed only at
-the end of the capture, which tells the two kinds apart. The real timestamps are put back afterwards, with
-times and latencies computed from them as the engine computes them (seconds as floats; frame and exchange
-times by :func:`kafkalab.dissect.columns.epoch_micros`; latency ``round((response - request) * 1000, 6)`` ms).
+A group holds the index rows of every packet of a set of connections (see :mod:`.pipeline` for which
+connections share a group). Sorted by their global order key, they become the engine's input with timestamps
+that are their positions (1 s, 2 s, ...): every time the engine reports then says which packet it came from,
+and a frame's time names the packet that completed it. When every row was read by the packet index, the input
+is a :class:`~kafkalab.pcap.index.PacketIndex` over the group's payloads (read by offset from the shared files)
+and the engine's bulk stages decode it (:func:`kafkalab.capture.bulk.read_index`); otherwise (rows of the
+general reader, or a group the bulk stages leave to the general path) the same packets are fed one by one.
+After the group's packets comes a *marker connection* (a handshake and one complete ApiVersions request on
+addresses no capture uses): the frame it completes is numbered after every frame completed by a real packet
+and before everything completed only at the end of the capture, which tells the two kinds apart. The real
+timestamps are put back afterwards, with times and latencies computed from them as the engine computes them
+(seconds as floats; frame and exchange times by :func:`kafkalab.dissect.columns.epoch_micros`; latency
+``round((response - request) * 1000, 6)`` ms).
 
-What comes out, per group (``g``): ``("stream", first packet's order key, (g, local stream))`` for every
-TCP connection; ``("fkey", sort key, (g, local frame))``; the rows of the four tables keyed by local numbers;
-``("topics", unresolved topic ids, known topic ids)``.
+What comes out, per group ``g``, as batches of one schema (:func:`output_ddl`; ``kind`` says which struct
+column is set): ``stream`` (each TCP connection's local number and first packet's order key), ``fkey`` (each
+frame's local number and sort key), ``topics`` (unresolved and known topic ids), and the rows of the four
+tables with local frame and stream numbers.
 """
 from __future__ import annotations
 
@@ -21,21 +26,38 @@ import struct
 
 import numpy as np
 
-from kafkalab.dissect.columns import epoch_micros
+from kafkalab.dissect import columns as spec
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
+
+from .packets import payloads
 
 SECOND = 1_000_000_000
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
 _MARK_REQUEST = struct.pack(">ihhih", 10, 18, 0, 0x7EAD, -1)      # ApiVersions v0, null client id
+# the marker's packets: (client sends?, seq, ack, flags, payload)
+_MARK = ((True, 100, 0, SYN, b""), (False, 500, 101, SYN | ACK, b""), (True, 101, 501, ACK, b""),
+         (True, 101, 501, ACK | PSH, _MARK_REQUEST))
+_ORDER = (("rank", "ascending"), ("start", "ascending"), ("pos", "ascending"))
+KINDS = ("stream", "fkey", "topics", "frames", "exchanges", "records", "connections")
 
 
-def _marker(first: int) -> list[TcpPacket]:
-    (c, cp), (s, sp) = _MARK_CLIENT, _MARK_SERVER
-    ts = [(first + k) * SECOND for k in range(4)]
-    return [TcpPacket(first, ts[0], c, cp, s, sp, 100, 0, SYN, b"", []),
-            TcpPacket(first + 1, ts[1], s, sp, c, cp, 500, 101, SYN | ACK, b"", []),
-            TcpPacket(first + 2, ts[2], c, cp, s, sp, 101, 501, ACK, b"", []),
-            TcpPacket(first + 3, ts[3], c, cp, s, sp, 101, 501, ACK | PSH, _MARK_REQUEST, [])]
+def table_fields(table: str) -> list[tuple[str, str]]:
+    """A table's columns as the decode stage gives them (name, Spark type): times as int64 nanoseconds,
+    records with their order inside the group."""
+    from .pipeline import spark_type
+
+    fields = [(c.name, "bigint" if c.type == "time" else spark_type(c.type).simpleString())
+              for c in spec.TABLES[table]]
+    return fields + ([("_order", "bigint")] if table == "records" else [])
+
+
+def output_ddl() -> str:
+    key = "rank: bigint, start: bigint, pos: bigint"
+    tables = [f"{table} struct<{', '.join(f'`{name}`: {kind}' for name, kind in table_fields(table))}>"
+              for table in spec.TABLES]
+    return ", ".join(["kind string", "g bigint", f"stream struct<local: bigint, {key}>",
+                      f"fkey struct<local: bigint, phase: bigint, {key}, stream: bigint>",
+                      "topics struct<unresolved: array<string>, known: array<string>>", *tables])
 
 
 def _py(value):
@@ -59,80 +81,286 @@ def _py(value):
     return value
 
 
-def _rows(table) -> list[dict]:
-    columns = list(table.columns)
-    return [dict(zip(columns, map(_py, values))) for values in table.itertuples(index=False, name=None)]
+def decode_group(group: int, table, paths: list[str], ports) -> "pa.Table":
+    """The group's decoded rows and numbering facts (see the module docstring) as one Arrow table."""
+    import pyarrow as pa
+
+    table = table.sort_by(list(_ORDER))
+    n = table.num_rows
+    keys = np.stack([_ints(table, name) for name in ("rank", "start", "pos")], axis=1)
+    real_ns = _ints(table, "ts")
+    cap = None
+    if table.column("payload").null_count == n:
+        cap = _bulk(table, paths, ports)
+    if cap is None:
+        cap = _general(table, paths, ports)
+    batches = _outputs(group, cap, n, keys, real_ns, _connection_codes(table))
+    return pa.Table.from_batches(batches, schema=output_schema())
 
 
-def decode_group(group, packets: list, ports) -> list:
+def _connection_codes(table) -> np.ndarray:
+    """Per row, a number naming its connection's two endpoints (the same both ways)."""
+    import pyarrow as pa
+
+    addresses = pa.chunked_array(table.column("src").chunks + table.column("dst").chunks).combine_chunks()
+    codes = addresses.dictionary_encode().indices.to_numpy().astype(np.int64)
+    n = table.num_rows
+    a = codes[:n] * 65536 + _ints(table, "sport")
+    b = codes[n:] * 65536 + _ints(table, "dport")
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    return low * (int(high.max()) + 1) + high
+
+
+def _ints(table, name: str) -> np.ndarray:
+    return table.column(name).to_numpy().astype(np.int64, copy=False)
+
+
+def _bulk(table, paths: list[str], ports):
+    """The group decoded by the engine's bulk stages over a packet index of its payloads (None: the general
+    path must read it)."""
+    from kafkalab.capture.bulk import Bail, read_index
+    from kafkalab.pcap.index import PacketIndex, Records, _gather
+
+    n = table.num_rows
+    length = np.concatenate([_ints(table, "len"), [len(p[4]) for p in _MARK]]).astype(np.int64)
+    data = b"".join(payloads(paths, _ints(table, "rank"), _ints(table, "off"), length[:n])) + _MARK_REQUEST
+    start = np.cumsum(length) - length
+    u8 = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
+    long_enough = length >= 4
+    head = np.where(long_enough, _gather(u8, np.where(long_enough, start, 0), 4), -1) if len(u8) else \
+        np.full(len(length), -1)
+    src, dst = _addresses(table.column("src")), _addresses(table.column("dst"))
+    client, server = _ip(_MARK_CLIENT[0]), _ip(_MARK_SERVER[0])
+    mark_src = [client if c else server for c, *_ in _MARK]
+    mark_dst = [server if c else client for c, *_ in _MARK]
+    mark_sport = [_MARK_CLIENT[1] if c else _MARK_SERVER[1] for c, *_ in _MARK]
+    mark_dport = [_MARK_SERVER[1] if c else _MARK_CLIENT[1] for c, *_ in _MARK]
+    total = n + len(_MARK)
+    empty = np.zeros(0, dtype=np.int64)
+    index = PacketIndex(
+        np.arange(1, total + 1), np.arange(1, total + 1) * SECOND, np.concatenate([src, mark_src]),
+        np.concatenate([_ints(table, "sport"), mark_sport]), np.concatenate([dst, mark_dst]),
+        np.concatenate([_ints(table, "dport"), mark_dport]), np.concatenate([_ints(table, "seq"), [p[1] for p in _MARK]]),
+        np.concatenate([_ints(table, "ack"), [p[2] for p in _MARK]]),
+        np.concatenate([_ints(table, "flags"), [p[3] for p in _MARK]]), start, length, head,
+        Records(empty, empty, empty, empty, empty, empty), empty)
+    try:
+        return read_index(index, data, ports)
+    except Bail:
+        return None
+
+
+def _ip(name: str) -> int:
+    import socket
+
+    return int.from_bytes(socket.inet_aton(name), "big")
+
+
+def _addresses(column) -> np.ndarray:
+    """Dotted IPv4 addresses as integers (each distinct one converted once)."""
+    encoded = column.combine_chunks().dictionary_encode()
+    values = np.array([_ip(v) for v in encoded.dictionary.to_pylist()], dtype=np.int64)
+    return values[encoded.indices.to_numpy().astype(np.int64)] if len(values) else np.zeros(0, dtype=np.int64)
+
+
+def _general(table, paths: list[str], ports):
+    """The group decoded by feeding its packets one by one (payloads held in the rows or read by offset)."""
     from kafkalab.capture.capture import read_capture
 
-    packets = sorted(packets, key=lambda p: p[0])
-    n = len(packets)
-    feed = [TcpPacket(i + 1, (i + 1) * SECOND, p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], list(p[10]))
-            for i, p in enumerate(packets)] + _marker(n + 1)
-    cap = read_capture(feed, ports)
-    keys = [p[0] for p in packets]
-    real = [p[1] / 1e9 for p in packets]          # the engine's float seconds
-    conns = [c for c in cap._analyzer.connections if c.first_ts <= n]     # the marker's is left out
-    out: list = [("stream", keys[int(c.first_ts) - 1], (group, c.index)) for c in conns]
-    # a connection's last time: the latest real time among its packets (the engine keeps the maximum)
-    last_real = {}
-    for c in conns:
-        ends = {c.endpoints[0], c.endpoints[1]}
-        first, last = int(c.first_ts) - 1, int(c.last_ts) - 1
-        last_real[c.index] = max(real[i] for i in range(first, last + 1)
-                                 if {(packets[i][2], packets[i][3]), (packets[i][4], packets[i][5])} == ends)
-    first_real = {c.index: real[int(c.first_ts) - 1] for c in conns}
-    synthetic_last = {c.index: c.last_ts for c in conns}
+    n = table.num_rows
+    rows = table.select(["ts", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "notes"]).to_pylist()
+    held = [r["payload"] is None for r in rows]
+    read = iter(payloads(paths, _ints(table, "rank")[held], _ints(table, "off")[held], _ints(table, "len")[held]))
+    feed = [TcpPacket(i + 1, (i + 1) * SECOND, r["src"], r["sport"], r["dst"], r["dport"], r["seq"], r["ack"],
+                      r["flags"], bytes(next(read)) if h else r["payload"], list(r["notes"] or ()))
+            for i, (r, h) in enumerate(zip(rows, held))]
+    (c, cp), (s, sp) = _MARK_CLIENT, _MARK_SERVER
+    for k, (from_client, seq, ack, flags, payload) in enumerate(_MARK):
+        ends = (c, cp, s, sp) if from_client else (s, sp, c, cp)
+        feed.append(TcpPacket(n + 1 + k, (n + 1 + k) * SECOND, *ends, seq, ack, flags, payload, []))
+    return read_capture(feed, ports)
+
+
+def _outputs(group: int, cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarray) -> list:
+    """The group's rows with real times and local numbers, and the facts for the global numbering."""
+    import pyarrow as pa
+
+    real = real_ns / 1e9                        # the engine's float seconds
+    conns = cap.connections
+    first = (conns["first_time"].to_numpy("datetime64[ns]").astype(np.int64) // SECOND).astype(np.int64)
+    last = (conns["last_time"].to_numpy("datetime64[ns]").astype(np.int64) // SECOND).astype(np.int64)
+    streams = conns["stream"].to_numpy(np.int64)
+    marker = streams[first == n + 1]
+    marker_stream = int(marker[0]) if len(marker) else -1
+    mine = streams != marker_stream
+    streams, first, last = streams[mine], first[mine] - 1, last[mine] - 1
+    last_real = {s: _last_real(codes, real, f, l) for s, f, l in zip(streams.tolist(), first.tolist(), last.tolist())}
+    synthetic_last = dict(zip(streams.tolist(), (last + 1).tolist()))
+    out = [_batch(group, "stream", {"local": streams, "rank": keys[first, 0], "start": keys[first, 1],
+                                    "pos": keys[first, 2]})]
 
     frames = cap.frames
-    marker_stream = max(c.index for c in cap._analyzer.connections)
-    marks = frames.index[frames["stream"] == marker_stream]
-    marker_number = int(frames["frame"][marks[0]]) if len(marks) else len(frames) + 1
-    ts_of: dict[int, float] = {}
-    completing = 0
-    known = set(cap._analyzer.topic_names)          # topic ids the group's Metadata responses named
-    unresolved = {topic_id for f in cap.frame_list if f.topic_ids
-                  for topic_id, name in f.topic_ids.items() if name is None}
-    for row in _rows(frames):
-        number = row["frame"]
-        if row["stream"] == marker_stream:
-            continue
-        t = round(row["time"] / 1e9 * 1e6) / 1e6        # the frame's synthetic time (integer seconds)
-        if number < marker_number:
-            completing = max(completing, int(t) - 1)
-            ts_of[number] = real[int(t) - 1]
-            sort_key = (0, keys[completing], number)
-        else:
-            ts_of[number] = last_real[row["stream"]] if t == synthetic_last[row["stream"]] else real[int(t) - 1]
-            sort_key = (1, row["stream"], number)
-        out.append(("fkey", sort_key, (group, number)))
-        row["time"] = epoch_micros(ts_of[number]) * 1000
-        out.append(("frame", (group, number), row))
-    for row_key in list(out):
-        if row_key[0] != "frame":
-            continue
-        row = row_key[2]
-        partner = row["request_frame"] if row["kind"] == "response" else row["response_frame"]
-        if partner is not None and row["latency_ms"] is not None and partner in ts_of:
-            request, response = (partner, row["frame"]) if row["kind"] == "response" else (row["frame"], partner)
-            row["latency_ms"] = round((ts_of[response] - ts_of[request]) * 1000.0, 6)
-    for row in _rows(cap.exchanges):
-        if row["stream"] == marker_stream:
-            continue
-        row["request_time"] = epoch_micros(ts_of[row["request_frame"]]) * 1000
-        if row["response_frame"] is not None:
-            row["response_time"] = epoch_micros(ts_of[row["response_frame"]]) * 1000
-            row["latency_ms"] = round((ts_of[row["response_frame"]] - ts_of[row["request_frame"]]) * 1000.0, 6)
-        out.append(("exchange", (group, row["request_frame"]), row))
-    for j, row in enumerate(_rows(cap.records)):
-        out.append(("record", (group, row["frame"], j), row))
-    for row in _rows(cap.connections):
-        if row["stream"] == marker_stream:
-            continue
-        row["first_time"] = int(first_real[row["stream"]] * 1e9)
-        row["last_time"] = int(last_real[row["stream"]] * 1e9)
-        out.append(("conn", (group, row["stream"]), row))
-    out.append(("topics", unresolved, known))
+    number = frames["frame"].to_numpy(np.int64)
+    stream = frames["stream"].to_numpy(np.int64)
+    k = frames["time"].to_numpy("datetime64[ns]").astype(np.int64) // SECOND      # synthetic: whole seconds
+    marks = number[stream == marker_stream]
+    marker_number = int(marks[0]) if len(marks) else len(frames) + 1
+    real_rows = stream != marker_stream
+    done = number < marker_number                       # completed by a real packet
+    completing = np.maximum.accumulate(np.where(done, k - 1, 0)) if len(k) else k
+    ts_of = real[np.clip(k - 1, 0, max(n - 1, 0))] if n else np.zeros(len(k))
+    for i in np.nonzero(real_rows & ~done)[0].tolist():
+        if k[i] == synthetic_last[int(stream[i])]:
+            ts_of[i] = last_real[int(stream[i])]
+    ts_by_number = dict(zip(number[real_rows].tolist(), ts_of[real_rows].tolist()))
+    key_at = keys[np.where(done, completing, 0)]
+    sel = real_rows
+    out.append(_batch(group, "fkey", {
+        "local": number[sel], "phase": np.where(done, 0, 1)[sel], "rank": np.where(done, key_at[:, 0], 0)[sel],
+        "start": np.where(done, key_at[:, 1], 0)[sel], "pos": np.where(done, key_at[:, 2], 0)[sel],
+        "stream": stream[sel]}))
+    times = spec.epoch_micros_array(ts_of) * 1000
+    latency = frames["latency_ms"].astype(object).where(frames["latency_ms"].notna(), None).tolist()
+    partners = np.where(frames["kind"].to_numpy() == "response", frames["request_frame"].to_numpy(object),
+                        frames["response_frame"].to_numpy(object))
+    for i, (partner, kind) in enumerate(zip(partners.tolist(), frames["kind"].tolist())):
+        partner = _py(partner)
+        if partner is not None and latency[i] is not None and partner in ts_by_number:
+            request, response = (partner, int(number[i])) if kind == "response" else (int(number[i]), partner)
+            latency[i] = round((ts_by_number[response] - ts_by_number[request]) * 1000.0, 6)
+    out.append(_table_batch(group, "frames", frames[sel], {"time": times[sel], "latency_ms":
+                                                            [x for x, s in zip(latency, sel) if s]}))
+
+    exchanges = cap.exchanges
+    keep = exchanges["stream"].to_numpy(np.int64) != marker_stream
+    exchanges = exchanges[keep]
+    requests = [_py(v) for v in exchanges["request_frame"].tolist()]
+    responses = [_py(v) for v in exchanges["response_frame"].tolist()]
+    request_time = [spec.epoch_micros(ts_by_number[r]) * 1000 for r in requests]
+    response_time = [None if r is None else spec.epoch_micros(ts_by_number[r]) * 1000 for r in responses]
+    ex_latency = [None if r is None else round((ts_by_number[r] - ts_by_number[q]) * 1000.0, 6)
+                  for q, r in zip(requests, responses)]
+    out.append(_table_batch(group, "exchanges", exchanges, {"request_time": request_time,
+                                                             "response_time": response_time, "latency_ms": ex_latency}))
+
+    out.append(_records_batch(group, cap))
+
+    conns = cap.connections[mine]
+    first_real = {s: real[f] for s, f in zip(streams.tolist(), first.tolist())}
+    out.append(_table_batch(group, "connections", conns, {
+        "first_time": [int(first_real[s] * 1e9) for s in streams.tolist()],
+        "last_time": [int(last_real[s] * 1e9) for s in streams.tolist()]}))
+
+    known = sorted(map(str, cap._analyzer.topic_names))
+    unresolved = sorted({str(topic_id) for topic_id, name in _topic_ids(cap) if name is None})
+    out.append(_batch(group, "topics", {"unresolved": pa.array([unresolved], pa.list_(pa.string())),
+                                        "known": pa.array([known], pa.list_(pa.string()))}))
     return out
+
+
+def _last_real(codes: np.ndarray, real: np.ndarray, first: int, last: int) -> float:
+    """The latest real time among the connection's packets (the engine keeps the maximum)."""
+    span = slice(first, last + 1)
+    return float(real[span][codes[span] == codes[first]].max())
+
+
+def _topic_ids(cap):
+    """(topic id, name or None) pairs of every frame that names topics by id."""
+    store = cap._store
+    if store is not None:
+        found = [topic_ids for _, topic_ids in store.extras.values() if topic_ids]
+        found += [f.topic_ids for f in store.objects if f is not None and f.topic_ids]
+    else:
+        found = [f.topic_ids for f in cap.frame_list if f.topic_ids]
+    return [pair for topic_ids in found for pair in topic_ids.items()]
+
+
+_SCHEMA = None
+
+
+def output_schema():
+    """The Arrow schema of :func:`output_ddl` (built with pyarrow alone: a Python worker has no session)."""
+    global _SCHEMA
+    if _SCHEMA is None:
+        import pyarrow as pa
+
+        key = [("rank", pa.int64()), ("start", pa.int64()), ("pos", pa.int64())]
+        strings = pa.list_(pa.string())
+        fields = [("kind", pa.string()), ("g", pa.int64()), ("stream", pa.struct([("local", pa.int64()), *key])),
+                  ("fkey", pa.struct([("local", pa.int64()), ("phase", pa.int64()), *key, ("stream", pa.int64())])),
+                  ("topics", pa.struct([("unresolved", strings), ("known", strings)]))]
+        for table in spec.TABLES:
+            columns = [(c.name, pa.int64() if c.type == "time" else spec.arrow_type(c.type))
+                       for c in spec.TABLES[table]]
+            fields.append((table, pa.struct(columns + ([("_order", pa.int64())] if table == "records" else []))))
+        _SCHEMA = pa.schema(fields)
+    return _SCHEMA
+
+
+def _batch(group: int, kind: str, columns: dict):
+    """One batch of the output schema with ``kind``'s struct set from ``columns`` (arrays of one length)."""
+    import pyarrow as pa
+
+    schema = output_schema()
+    inner = schema.field(kind).type
+    n = len(next(iter(columns.values())))
+    fields = [_arrow(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in inner]
+    arrays = [pa.array([kind] * n, pa.string()), pa.array(np.full(n, group, dtype=np.int64))]
+    for f in list(schema)[2:]:
+        arrays.append(pa.StructArray.from_arrays(fields, fields=list(inner)) if f.name == kind
+                      else pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _arrow(values, kind):
+    """``values`` (an Arrow array, numpy array or list) as an Arrow array of ``kind``, not copied when it is one."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values if values.type == kind else values.cast(kind)
+    return pa.array(values, type=kind)
+
+
+def _records_batch(group: int, cap):
+    """The records table straight from the engine's Arrow columns (no pandas view made)."""
+    import pyarrow as pa
+
+    from kafkalab.dissect.records_table import records_arrow
+
+    if cap._store is not None:
+        from kafkalab.capture.rows import record_sources
+
+        with record_sources(cap._store) as frames:
+            table = records_arrow(frames)
+    else:
+        table = records_arrow(cap.frame_list)
+    columns = {c.name: (table.column(c.name).cast(pa.int64()) if c.type == "time" else table.column(c.name))
+               for c in spec.TABLES["records"]}
+    columns["_order"] = np.arange(table.num_rows, dtype=np.int64)
+    return _batch(group, "records", columns)
+
+
+def _table_batch(group: int, name: str, frame, replaced: dict):
+    """A table's rows (a pandas view of the one column spec) as a batch of the output schema."""
+    import pyarrow as pa
+
+    columns = {}
+    for c in spec.TABLES[name]:
+        if c.name in replaced:
+            continue
+        series = frame[c.name]
+        if c.type == "time":
+            values = series.to_numpy("datetime64[ns]").astype(np.int64)
+            columns[c.name] = pa.array(values, mask=series.isna().to_numpy(), type=pa.int64())
+        elif c.type in ("binary", "headers"):
+            columns[c.name] = pa.array(series.array._pa_array.combine_chunks() if len(series) else [],
+                                       type=spec.arrow_type(c.type))
+        else:
+            columns[c.name] = pa.array(series, type=spec.arrow_type(c.type), from_pandas=True)
+    for name_, values in replaced.items():
+        columns[name_] = values
+    return _batch(group, name, columns)

@@ -1,24 +1,52 @@
-"""The index stage of a distributed read: one read unit (a file or a byte range of one) into its TCP segments,
-each keyed by its connection and its place in the capture.
+"""The index stage of a distributed read: one read unit (a file or a byte range of one) into the *index rows*
+of its TCP segments, as an Arrow batch: what the shuffle moves, without the payload bytes.
 
-Owns the packet tuple that travels through the shuffle and the global order key. A packet's order key is
-``(file rank, range start, position in the range)``: sorting by it gives the order in which the single-process
-engine reads the same packets (files in capture-time order, records in file order). The connection key is the
-canonical two-way 4-tuple (both directions meet; the epochs of a reused 4-tuple stay together, so the engine
-itself separates them by their SYNs). The link, IP and TCP layers are read by :func:`kafkalab.pcap.read_packets`:
-no second decoder. The payload bytes travel with the packet through the shuffle; shuffling only the index
-(file, offset, length) and reading payloads by offset in the decode task is the next step for large captures.
-IP fragments of one datagram that fall into two ranges are not joined (each range's reader sees one part).
+Owns the index row and the global order key. A row is a segment's order key ``(rank, start, pos)`` (file rank,
+range start, record position in the range times :data:`POS_STEP`: sorting by it gives the order in which the single-process engine
+reads the same packets, files in capture-time order, records in file order), its time, addresses, ports,
+sequence and acknowledgement numbers and flags, and where its payload is: ``off``/``len`` in the file ranked
+``rank``. The decode task reads the payloads of its connections from the shared files by offset
+(:func:`payloads`), so the bytes cross no shuffle and no JVM/Python boundary.
+
+The headers are read by :func:`kafkalab.pcap.index.packet_index` (numpy over the range's bytes). A unit it does
+not read whole (gzip, a damaged file, IPv6, VLAN tags or IP fragments among its TCP segments) is read by
+:func:`kafkalab.pcap.read_packets`, the general reader, and its rows carry their payload and per-packet
+diagnostics instead (``payload`` not null). IP fragments of one datagram that fall into two ranges are not
+joined (each range's reader sees one part).
 """
 from __future__ import annotations
 
 import os
+import socket
 
-from kafkalab.pcap import CaptureError, read_packets
+import numpy as np
+
+from kafkalab.pcap import CaptureError, PacketDecoder, read_packets
+from kafkalab.pcap.files import LinkRecord
 from kafkalab.pcap.split import ByteRange, check_range, map_file, read_layout
 
-# (order key, ts_ns, src, sport, dst, dport, seq, ack, flags, payload, diagnostics)
+POS_STEP = 4        # positions in a range are record numbers times this: room for the packets of a synthetic
+                    # handshake before a cut in a heavy connection (see .skew)
+# (order key, ts_ns, src, sport, dst, dport, seq, ack, flags, payload, diagnostics): a packet of the general path
 Packet = tuple
+
+INDEX_COLUMNS = (("rank", "int64"), ("start", "int64"), ("pos", "int64"), ("ts", "int64"), ("src", "string"),
+                 ("sport", "int64"), ("dst", "string"), ("dport", "int64"), ("seq", "int64"), ("ack", "int64"),
+                 ("flags", "int64"), ("off", "int64"), ("len", "int64"), ("payload", "binary"),
+                 ("notes", "list<string>"), ("note", "string"))
+
+
+def index_schema():
+    import pyarrow as pa
+
+    types = {"int64": pa.int64(), "string": pa.string(), "binary": pa.binary(), "list<string>": pa.list_(pa.string())}
+    return pa.schema([(name, types[kind]) for name, kind in INDEX_COLUMNS])
+
+
+def index_ddl() -> str:
+    """The index rows' schema for Spark."""
+    kinds = {"int64": "bigint", "string": "string", "binary": "binary", "list<string>": "array<string>"}
+    return ", ".join(f"`{name}` {kinds[kind]}" for name, kind in INDEX_COLUMNS)
 
 
 def connection_key(packet: Packet) -> tuple:
@@ -36,22 +64,111 @@ def resolve_unit(unit: tuple) -> tuple:
     return unit, check.range.start, check.range.end, check.lands
 
 
-def read_unit(unit: tuple) -> list:
-    """The unit's packets (see :data:`Packet`), and ``("note", text)`` items for what was wrong in the file."""
+def index_unit(unit: tuple) -> list:
+    """The unit's index rows (an Arrow batch), then a batch of rows naming what was wrong in the file."""
+    import pyarrow as pa
+
     rank, path, start, end = unit
     notes: list[str] = []
-    if start < 0:
-        source = path
-    else:
-        layout = read_layout(path)
-        data = map_file(path)
-        with open(path, "rb") as handle:
-            header = handle.read(layout.first_record)
-        source = header + bytes(data[start:end])
     try:
-        packets = [((rank, max(start, 0), i), p.ts_ns, p.src, p.sport, p.dst, p.dport, p.seq, p.ack, p.flags,
-                    bytes(p.payload), list(p.diagnostics)) for i, p in enumerate(read_packets(source, notes))]
-    except CaptureError as exc:
-        packets, notes = [], [str(exc)]
+        columns = _indexed(rank, path, start, end)
+    except _General:
+        columns = _general(rank, path, start, end, notes)
     name = os.path.basename(path)
-    return packets + [("note", f"{name}: {note}") for note in notes]
+    return [_batch(columns), _batch({"note": pa.array([f"{name}: {note}" for note in notes], pa.string())})]
+
+
+def _batch(columns: dict):
+    import pyarrow as pa
+
+    schema = index_schema()
+    n = len(next(iter(columns.values())))
+    arrays = [pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(n, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class _General(Exception):
+    """The unit needs the general reader."""
+
+
+def _unit_bytes(path: str, start: int, end: int):
+    """The unit's bytes as a capture of its own (the file's header, then the range's records), and where the
+    range starts in that buffer."""
+    data = map_file(path)
+    if start < 0:
+        return data, 0
+    layout = read_layout(path)
+    head = bytes(data[:layout.first_record])
+    return head + bytes(data[start:end]), len(head)
+
+
+def _indexed(rank: int, path: str, start: int, end: int) -> dict | None:
+    from kafkalab.pcap.index import NotIndexable, packet_index
+
+    with open(path, "rb") as handle:
+        if handle.read(2) == b"\x1f\x8b":
+            raise _General
+    data, head = _unit_bytes(path, start, end)
+    try:
+        index = packet_index(data)
+    except NotIndexable:
+        raise _General from None
+    if len(index.others):
+        records, decoder = index.records, PacketDecoder()
+        for i in index.others.tolist():
+            at, stored = int(records.start[i]), int(records.stored[i])
+            record = LinkRecord(i + 1, int(records.ts_ns[i]), int(records.linktype[i]), data[at:at + stored],
+                                int(records.original[i]))
+            if decoder.decode(record) is not None or decoder.pending_fragments():
+                raise _General          # TCP the index does not read: the general reader reads the unit
+    n = len(index)
+    shift = max(start, 0) - head        # buffer offset -> file offset
+    return {"rank": np.full(n, rank, dtype=np.int64), "start": np.full(n, max(start, 0), dtype=np.int64),
+            "pos": (index.number - 1) * POS_STEP, "ts": index.ts_ns, "src": _dotted(index.src), "sport": index.sport,
+            "dst": _dotted(index.dst), "dport": index.dport, "seq": index.seq, "ack": index.ack,
+            "flags": index.flags, "off": index.payload_start + shift, "len": index.payload_length}
+
+
+def _dotted(addresses: np.ndarray):
+    """IPv4 addresses (integers) as dotted strings, each distinct address formatted once."""
+    import pyarrow as pa
+
+    distinct, inverse = np.unique(addresses, return_inverse=True)
+    names = pa.array([socket.inet_ntoa(int(a).to_bytes(4, "big")) for a in distinct.tolist()], type=pa.string())
+    return names.take(pa.array(inverse.astype(np.int64)))
+
+
+def _general(rank: int, path: str, start: int, end: int, notes: list) -> dict:
+    source = path if start < 0 else _unit_bytes(path, start, end)[0]
+    try:
+        packets = list(read_packets(source, notes))
+    except CaptureError as exc:
+        packets, notes[:] = [], [str(exc)]
+    n = len(packets)
+    return {"rank": [rank] * n, "start": [max(start, 0)] * n, "pos": list(range(0, n * POS_STEP, POS_STEP)),
+            "ts": [p.ts_ns for p in packets], "src": [p.src for p in packets], "sport": [p.sport for p in packets],
+            "dst": [p.dst for p in packets], "dport": [p.dport for p in packets], "seq": [p.seq for p in packets],
+            "ack": [p.ack for p in packets], "flags": [p.flags for p in packets], "off": [-1] * n,
+            "len": [len(p.payload) for p in packets], "payload": [bytes(p.payload) for p in packets],
+            "notes": [list(p.diagnostics) for p in packets]}
+
+
+_MAPS: dict[tuple, object] = {}
+
+
+def _mapped(path: str):
+    """The file mapped once per worker process, again when it changed (a worker outlives the job)."""
+    info = os.stat(path)
+    key = (path, info.st_ino, info.st_size, info.st_mtime_ns)
+    data = _MAPS.get(key)
+    if data is None:
+        for old in [k for k in _MAPS if k[0] == path]:
+            del _MAPS[old]
+        data = _MAPS[key] = map_file(path)
+    return data
+
+
+def payloads(paths: list[str], rank: np.ndarray, off: np.ndarray, length: np.ndarray) -> list[bytes]:
+    """The payloads of index rows, read by offset from the shared capture files."""
+    maps = {r: _mapped(paths[r]) for r in set(rank.tolist())}
+    return [maps[r][o:o + n] for r, o, n in zip(rank.tolist(), off.tolist(), length.tolist())]

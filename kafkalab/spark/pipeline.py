@@ -1,23 +1,26 @@
 """``read_capture(spark, paths, ports)``: a capture decoded on Spark, with the rows the single-process engine
 gives (:func:`kafkalab.read_capture` on the same files as one capture).
 
-Stages (Spark schedules and shuffles; kafkalab's own stages decode):
+Stages (Spark schedules and shuffles; kafkalab's own stages decode; what crosses between the JVM and Python
+is Arrow batches, and no payload byte is shuffled):
 
 1. **Plan** (driver, :mod:`.plan`): files in capture-time order, cut into read units; each range is resolved to
    record boundaries by a task, and a file whose ranges do not meet exactly is read whole.
-2. **Index** (a task per unit, :mod:`.packets`): the unit's TCP segments with their global order key.
-3. **Group**: the distinct connections go to the driver (one small tuple each), which puts the connections of
-   one client host in one group (both ends' groups are joined when the ports do not say which end is the
-   client). The requests a client host made on its other connections (the last tier of inference) are then
-   all in its group, and so are the Metadata responses that host's clients usually learn topic names from.
-   The packets are shuffled by group.
-4. **Decode** (a task per group, :mod:`.decode`): the engine over the group's packets in global order.
-   If a frame names a topic id its group could not name but another group could, the facts are not local
-   and the capture is decoded again as one group (exact, not parallel).
-5. **Number**: stream ids by the order key of each connection's first packet (collected: one per
-   connection); frame numbers by sorting the frames' keys (the completing packet's order key, then the local
-   number; frames completed only at the end of the capture after all others, by stream id) with
-   ``sortBy``/``zipWithIndex``; a cogroup by group rewrites every frame reference in the four tables.
+2. **Index** (a task per unit, :mod:`.packets`): the unit's TCP segments as index rows (order key, addresses,
+   ports, sequence numbers, flags, and the payload's file and offset), read with numpy.
+3. **Group**: one row per connection (its key and payload bytes) goes to the driver, which puts the
+   connections of one client host in one group (both ends' groups are joined when the ports do not say which
+   end is the client): the requests a client host made on its other connections (the last tier of
+   inference) are then all in its group, and so are the Metadata responses that host's clients usually learn
+   topic names from. Groups are packed into decode tasks of about equal bytes (:func:`decode_tasks`) and the
+   index rows are shuffled to their task.
+4. **Decode** (a task each, :mod:`.decode`): the task reads its payloads by offset from the shared files and
+   runs the engine's bulk stages over them in global order, giving Arrow batches (``applyInArrow``). If a
+   frame names a topic id its task could not name but another task could, the facts are not local and the
+   capture is decoded again as one task (exact, not parallel).
+5. **Number** (:mod:`.numbering`, Spark SQL): stream ids by the order key of each connection's first packet
+   (collected: one per connection); frame numbers by ``row_number`` over the frames' sort keys; joins on
+   (task, local number) rewrite every frame and stream reference in the four tables.
 """
 from __future__ import annotations
 
@@ -25,13 +28,10 @@ from dataclasses import dataclass, field
 
 from kafkalab.dissect import columns as spec
 
-from .decode import decode_group
-from .packets import connection_key, read_unit, resolve_unit
+from .packets import POS_STEP, resolve_unit
 from .plan import TARGET_BYTES, plan
 
 DEFAULT_PORTS = frozenset({9092, 9093, 9094})
-_SORT = {"frames": ["frame"], "exchanges": ["request_frame"], "records": ["frame", "_order"],
-         "connections": ["stream"]}
 
 
 @dataclass
@@ -42,6 +42,7 @@ class SparkCapture:
     records: object
     connections: object
     diagnostics: list[str] = field(default_factory=list)
+    split: dict = field(default_factory=dict)    # connection key -> ranges decoded by separate tasks (heavy ones)
 
     def table(self, name: str):
         return getattr(self, name)
@@ -64,15 +65,6 @@ def spark_schema(table: str):
     from pyspark.sql import types as T
 
     return T.StructType([T.StructField(c.name, spark_type(c.type)) for c in spec.TABLES[table]])
-
-
-def _read_schema(table: str):
-    """The schema rows are made in: times as int64 nanoseconds, records with their order inside a frame."""
-    from pyspark.sql import types as T
-
-    fields = [T.StructField(c.name, T.LongType() if c.type == "time" else spark_type(c.type))
-              for c in spec.TABLES[table]]
-    return T.StructType(fields + ([T.StructField("_order", T.LongType())] if table == "records" else []))
 
 
 def group_of_connections(keys: list, ports) -> dict:
@@ -121,104 +113,194 @@ def _units(sc, units: list) -> list:
     return sorted(out)
 
 
+
+
 def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) -> SparkCapture:
     """The frames, exchanges, records and connections of the capture in ``paths`` (files, globs,
     directories; several files are one capture) as DataFrames, decoded on ``spark``."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from .numbering import numbered_tables
+
     sc = spark.sparkContext
     ports = sorted(set(ports or ()))
     capture_plan = plan(paths, target_bytes)
+    files = capture_plan.files
     units = _units(sc, capture_plan.units)
-    width = max(1, min(len(units), sc.defaultParallelism * 2))
-    read = sc.parallelize(units, len(units)).flatMap(read_unit).cache()
-    facts = (read.map(lambda p: p if p[0] == "note" else ("key", connection_key(p))).distinct().collect())
-    notes = sorted(text for kind, text in facts if kind == "note")
-    keys = [key for kind, key in facts if kind == "key"]
-    packets = read.filter(lambda p: p[0] != "note")
-    groups = group_of_connections(keys, ports)
-    decoded = _decode(sc, packets, groups, ports, width)
-    facts = decoded.filter(lambda item: item[0] in ("topics", "stream")).collect()
-    topics = [item[1:] for item in facts if item[0] == "topics"]
+    KEPT = StorageLevel.MEMORY_AND_DISK      # serialized: a session's reads share its heap
+    index = _index(spark, units).persist(KEPT)
+    facts = index.groupBy("note", *_KEY).agg(F.sum("len").alias("bytes")).collect()
+    notes = sorted(row["note"] for row in facts if row["note"] is not None)
+    sizes = {((row["ka_ip"], row["ka_port"]), (row["kb_ip"], row["kb_port"])): row["bytes"]
+             for row in facts if row["note"] is None}
+    groups = group_of_connections(list(sizes), ports)
+    width = max(1, min(len(set(groups.values())), sc.defaultParallelism * 2))
+    cuts = heavy_cuts(spark, index, sizes, sc.defaultParallelism * 2, files, DEFAULT_PORTS | set(ports))
+    if cuts:
+        width = sc.defaultParallelism * 2
+    tasks = decode_tasks(groups, sizes, width, cuts)
+    decoded = _decode(spark, index, tasks, cuts, files, ports, width).persist(KEPT)
+    facts = decoded.where("kind in ('stream', 'topics')").select("kind", "g", "stream", "topics").collect()
+    topics = [(set(row["topics"]["unresolved"]), set(row["topics"]["known"])) for row in facts if row["kind"] == "topics"]
     known = set().union(*(k for _, k in topics)) if topics else set()
-    if any(u & known for u, _ in topics) and len(set(groups.values())) > 1:
+    if any(u & known for u, _ in topics) and len(topics) > 1:
         decoded.unpersist()
-        decoded = _decode(sc, packets, {key: 0 for key in keys}, ports, 1)
-        facts = decoded.filter(lambda item: item[0] == "stream").collect()
-    streams = [(item[1], item[2]) for item in facts if item[0] == "stream"]
-    tables, sizes = _numbered(sc, decoded, streams, width)
-    frames = {name: _frame(spark, tables, name, sizes, width) for name in spec.TABLES}
-    read.unpersist()
-    return SparkCapture(frames["frames"], frames["exchanges"], frames["records"], frames["connections"],
-                        capture_plan.problems + notes)
+        cuts = {}
+        decoded = _decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, 1).persist(KEPT)
+        facts = decoded.where("kind = 'stream'").select("kind", "g", "stream").collect()
+    aliases = {(c["rank"], c["start"], c["pos"] - POS_STEP + 1): c["first"] for found in cuts.values() for c in found}
+    streams = [(aliases.get(key, key), (row["g"], s["local"]))
+               for row in facts if row["kind"] == "stream" for s in [row["stream"]]
+               for key in [(s["rank"], s["start"], s["pos"])]]
+    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases))
+    index.unpersist()
+    return SparkCapture(tables["frames"], tables["exchanges"], tables["records"], tables["connections"],
+                        capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()})
 
 
-def _decode(sc, packets, groups: dict, ports, width: int):
-    bc = sc.broadcast(groups)
-    return (packets.map(lambda p: (bc.value[connection_key(p)], p))
-            .groupByKey(width)
-            .flatMap(lambda kv: decode_group(kv[0], list(kv[1]), ports))
-            .cache())
+def heavy_cuts(spark, index, sizes: dict, width: int, files: list[str], kafka_ports) -> dict:
+    """Connection key -> its cuts (see :mod:`.skew`), for each connection on a Kafka port heavier than a task's
+    share (a connection found to be Kafka by its traffic alone is not cut: a range might not show it)."""
+    from pyspark.sql import functions as F
+
+    from .skew import CUT_COLUMNS, find_cuts
+
+    total = sum(sizes.values())
+    share = total / width if width > 1 else 0
+    heavy = {key: -(-size // share) for key, size in sizes.items()
+             if share and size > share and (key[0][1] in kafka_ports or key[1][1] in kafka_ports)}
+    if not heavy:
+        return {}
+    pieces = spark.createDataFrame([(a[0], a[1], b[0], b[1], int(p)) for (a, b), p in heavy.items()],
+                                   "ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, pieces bigint")
+    rows = index.where(F.col("note").isNull()).join(F.broadcast(pieces), list(_KEY))
+
+    def cut(key, table):
+        import pyarrow as pa
+
+        found = find_cuts(table, files, int(table.column("pieces")[0].as_py()))
+        columns = [f.split()[0] for f in CUT_COLUMNS.split(", ")]
+        values = [(*(k.as_py() for k in key), c["rank"], c["start"], c["pos"], c["ts"], *c["client"], *c["server"],
+                   c["cseq"], c["sseq"], c["bytes"], *c["first"]) for c in found]
+        return pa.Table.from_pylist([dict(zip(columns, v)) for v in values],
+                                    schema=pa.schema([(n, pa.string() if t == "string" else pa.int64())
+                                                      for n, t in (f.split() for f in CUT_COLUMNS.split(", "))]))
+
+    cuts: dict = {}
+    for row in rows.groupBy(*_KEY).applyInArrow(cut, CUT_COLUMNS).collect():
+        key = ((row["ka_ip"], row["ka_port"]), (row["kb_ip"], row["kb_port"]))
+        cuts.setdefault(key, []).append({
+            "rank": row["rank"], "start": row["start"], "pos": row["pos"], "ts": row["ts"],
+            "client": (row["client"], row["cport"]), "server": (row["server"], row["sport"]), "cseq": row["cseq"],
+            "sseq": row["sseq"], "bytes": row["bytes"], "first": (row["first_rank"], row["first_start"], row["first_pos"])})
+    return {key: sorted(found, key=lambda c: (c["rank"], c["start"], c["pos"])) for key, found in cuts.items()}
 
 
-def _numbered(sc, decoded, streams: list, width: int):
-    stream_ids = {local: n for n, (_, local) in enumerate(sorted(streams))}
-    bc = sc.broadcast(stream_ids)
-
-    def sort_key(item):
-        phase, where, number = item[1]
-        group = item[2][0]
-        return (0, where, number) if phase == 0 else (1, bc.value[(group, where)], number)
-
-    numbers = (decoded.filter(lambda item: item[0] == "fkey")
-               .sortBy(sort_key, numPartitions=width)
-               .zipWithIndex()
-               .map(lambda pair: (pair[0][2][0], (pair[0][2][1], pair[1] + 1))))
-    rows = decoded.filter(lambda item: item[0] in ("frame", "exchange", "record", "conn")) \
-                  .map(lambda item: (item[1][0], (item[0], item[1], item[2])))
-    tables = numbers.cogroup(rows, width).flatMap(lambda kv: _renumber(kv[0], kv[1][0], kv[1][1], bc.value))
-    tables = tables.cache()
-    frames = tables.filter(lambda item: item[0] == "frame").count()
-    return tables, {"frame": frames, "exchange": frames, "record": frames, "conn": len(stream_ids)}
-
-
-def _renumber(group, numbers, rows, stream_ids: dict) -> list:
-    number = dict(numbers)
-
-    def of(local):
-        return None if local is None else number[local]
-    out = []
-    for kind, key, row in rows:
-        row = dict(row)
-        if kind == "frame":
-            row["frame"], row["request_frame"], row["response_frame"] = (
-                of(row["frame"]), of(row["request_frame"]), of(row["response_frame"]))
-        elif kind == "exchange":
-            row["request_frame"], row["response_frame"] = of(row["request_frame"]), of(row["response_frame"])
-        elif kind == "record":
-            row["frame"], row["_order"] = of(row["frame"]), key[2]
-        row["stream"] = stream_ids[(group, row["stream"])] if "stream" in row else None
-        out.append((kind, row))
+def decode_tasks(groups: dict, sizes: dict, width: int, cuts: dict | None = None) -> dict:
+    """(connection key, range) -> decode task: whole groups (with the first range of any cut connection)
+    and the other ranges of cut connections, packed into ``width`` tasks of about equal payload bytes
+    (heaviest first, into the task with the fewest bytes so far, never two ranges of one connection in one
+    task). A task decodes its share in one run of the engine: a union of whole groups holds every fact
+    each of them needs."""
+    cuts = cuts or {}
+    weight: dict = {}
+    for key, group in groups.items():
+        first = cuts[key][0]["bytes"] if key in cuts else sizes.get(key, 0)
+        weight[("group", group)] = weight.get(("group", group), 0) + first
+    for key, found in cuts.items():
+        marks = [c["bytes"] for c in found] + [sizes.get(key, 0)]
+        for k in range(1, len(marks)):
+            weight[("range", key, k)] = marks[k] - marks[k - 1]
+    load = [0] * width
+    holds: list[set] = [set() for _ in range(width)]
+    task_of = {}
+    for unit in sorted(weight, key=lambda u: (-weight[u], str(u))):
+        keys = {k for k, g in groups.items() if g == unit[1]} if unit[0] == "group" else {unit[1]}
+        free = [t for t in range(width) if not (holds[t] & keys & set(cuts))] or list(range(width))
+        task = min(free, key=lambda t: (load[t], t))
+        task_of[unit] = task
+        load[task] += weight[unit]
+        holds[task] |= keys
+    out = {(key, 0): task_of[("group", group)] for key, group in groups.items()}
+    for key, found in cuts.items():
+        for k in range(1, len(found) + 1):
+            out[(key, k)] = task_of[("range", key, k)]
     return out
 
 
-_KIND = {"frames": "frame", "exchanges": "exchange", "records": "record", "connections": "conn"}
+_KEY = ("ka_ip", "ka_port", "kb_ip", "kb_port")
 
 
-def _frame(spark, tables, name: str, sizes: dict, width: int):
-    """The table's DataFrame in its order: rows range-partitioned by their first sort column, whose values
-    are known to run from 0 or 1 to the table's size (no sampling job), and sorted within partitions."""
+def _index(spark, units: list):
+    """The index rows of every unit (a task each), with each row's connection key (the two endpoints, the
+    smaller first: both directions meet)."""
     from pyspark.sql import functions as F
 
-    schema = _read_schema(name)
-    names = schema.fieldNames()
-    kind = _KIND[name]
-    order = [names.index(column) for column in _SORT[name]]
-    size = sizes[kind] + 1
-    rdd = (tables.filter(lambda item: item[0] == kind)
-           .map(lambda item: (tuple(item[1].get(names[i]) for i in order), tuple(item[1].get(n) for n in names)))
-           .repartitionAndSortWithinPartitions(width, lambda key: min(width - 1, key[0] * width // size))
-           .values())
-    frame = spark.createDataFrame(rdd, schema)
-    for column in spec.TABLES[name]:
-        if column.type == "time":
-            frame = frame.withColumn(column.name, F.timestamp_micros(F.expr(f"`{column.name}` div 1000")))
-    return frame.drop("_order") if name == "records" else frame
+    from .packets import index_ddl, index_unit
+
+    def index_units(batches):
+        for batch in batches:
+            for unit in batch.to_pylist():
+                yield from index_unit((unit["rank"], unit["path"], unit["start"], unit["end"]))
+
+    listed = spark.sparkContext.parallelize(units, len(units)).toDF("rank bigint, path string, start bigint, end bigint")
+    rows = listed.mapInArrow(index_units, index_ddl())
+    src, dst, sport, dport = F.col("src"), F.col("dst"), F.col("sport"), F.col("dport")
+    src_first = (src < dst) | ((src == dst) & (sport <= dport))
+    return rows.select("*", F.when(src_first, src).otherwise(dst).alias("ka_ip"),
+                       F.when(src_first, sport).otherwise(dport).alias("ka_port"),
+                       F.when(src_first, dst).otherwise(src).alias("kb_ip"),
+                       F.when(src_first, dport).otherwise(sport).alias("kb_port"))
+
+
+def _decode(spark, index, tasks: dict, cuts: dict, files: list[str], ports, width: int):
+    """The decode tasks' output: the index rows are shuffled to their task (no payload bytes travel), where
+    the engine decodes them, reading their payloads from the shared files. Each task is labelled with a
+    number Spark's hash partitioning sends to a partition of its own, so the ``width`` tasks run in parallel."""
+    from pyspark.sql import functions as F
+
+    from .decode import decode_group, output_ddl
+    from .packets import index_ddl
+    from .skew import handshake_rows
+
+    label = _labels(spark, width)
+    assignment = spark.createDataFrame([(a[0], a[1], b[0], b[1], r, label[t]) for ((a, b), r), t in tasks.items()],
+                                       "ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, range bigint, g bigint")
+    rows = index.where(F.col("note").isNull()).withColumn("range", _range_of(cuts))
+    if cuts:
+        handshakes = [row for key, found in cuts.items() for k, c in enumerate(found, 1)
+                      for row in handshake_rows(key, c, k)]
+        rows = rows.unionByName(spark.createDataFrame(
+            handshakes, index_ddl() + ", ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, range bigint"))
+    rows = rows.join(F.broadcast(assignment), [*_KEY, "range"]).drop(*_KEY, "range")
+
+    def decode(key, table):
+        return decode_group(key[0].as_py(), table, files, ports)
+
+    return rows.repartition(width, "g").groupBy("g").applyInArrow(decode, output_ddl())
+
+
+def _range_of(cuts: dict):
+    """The range of each index row: 0, or for a cut connection the number of its cuts at or before the row."""
+    from pyspark.sql import functions as F
+
+    rank, start, pos = F.col("rank"), F.col("start"), F.col("pos")
+    found = F.lit(0)
+    for ((a_ip, a_port), (b_ip, b_port)), marks in cuts.items():
+        mine = ((F.col("ka_ip") == a_ip) & (F.col("ka_port") == a_port) & (F.col("kb_ip") == b_ip)
+                & (F.col("kb_port") == b_port))
+        after = [F.when((rank > c["rank"]) | ((rank == c["rank"]) & ((start > c["start"]) | (
+            (start == c["start"]) & (pos >= c["pos"])))), 1).otherwise(0) for c in marks]
+        found = F.when(mine, sum(after[1:], after[0])).otherwise(found)
+    return found.cast("bigint")
+
+
+def _labels(spark, width: int) -> list[int]:
+    """``width`` numbers that Spark's hash partitioning into ``width`` partitions sends to distinct partitions."""
+    from pyspark.sql import functions as F
+
+    found: dict[int, int] = {}
+    for row in spark.range(0, 64 * width).select("id", F.pmod(F.hash("id"), F.lit(width)).alias("p")).collect():
+        found.setdefault(row["p"], row["id"])
+    return [found.get(p, p) for p in range(width)]

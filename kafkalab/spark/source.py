@@ -9,7 +9,7 @@ driver side and reads each in a task, with no shuffle in between, while exact ro
 of every connection in one task, then numbering across all of them). So the data source decodes with the
 single-process engine while planning (the capture's rows are the engine's by construction) and serves them
 in partitions of :data:`ROWS_PER_PARTITION`; for captures beyond one machine use
-:func:`kafkalab.spark.read_capture`, which shuffles packets by connection group (see :mod:`.pipeline`).
+:func:`kafkalab.spark.read_capture`, which shuffles index rows by connection group (see :mod:`.pipeline`).
 """
 from __future__ import annotations
 

@@ -73,3 +73,62 @@ def unreadable(path: Path) -> Path:
     with socket.socket(socket.AF_UNIX) as listener:
         listener.bind(str(path))
     return path
+
+
+def nested_capture_pcap(path: Path) -> tuple[Path, int]:
+    """Kafka traffic with, near its end, a TCP packet (not on a Kafka port) carrying a whole pcap chain of
+    its own; a last filler record puts the file's midpoint inside that chain. Returns the path and the
+    midpoint: a reader whose range starts there finds the inner chain's false record start."""
+    from kafkalab.pcap import TcpPcapWriter
+    from tests.capture.builders import pcap_bytes
+
+    inner = pcap_bytes([(1_700_000_000 + i, bytes(40)) for i in range(30)])[24:]
+    conversations = golden_conversations()
+    ts = 1_700_000_000.0
+    with TcpPcapWriter(path) as writer:
+        for index, (_, _, items) in enumerate(conversations):
+            conn = writer.open_connection(("10.0.1.1", 40000 + index), ("10.0.9.9", 9092), ts)
+            for entry, raw in items:
+                ts += 0.001
+                writer.send(conn, entry["direction"] == "request", raw, ts)
+            writer.close(conn, ts)
+        other = writer.open_connection(("10.0.1.1", 5555), ("10.0.9.8", 6666), ts)
+        writer.send(other, True, inner, ts + 0.001)
+    data = path.read_bytes()
+    carrier = data.rindex(inner)
+    target = carrier + 200                  # inside the inner chain, off its records' starts
+    filler = 2 * (target - 24) - (len(data) - 24)
+    assert filler >= 16 + 14, "the carrier must lie in the second half of the file"
+    frame = bytes(12) + b"\x00\x00" + bytes(filler - 16 - 14)        # Ethernet, no IP: not TCP
+    record = struct.pack("<IIII", int(ts) + 1, 0, len(frame), len(frame)) + frame
+    path.write_bytes(data + record)
+    return path, 24 + (len(data) + len(record) - 24) // 2
+
+
+HEAVY_CLIENT = ("10.0.7.1", 41000)
+
+
+def heavy_connection_pcap(path: Path, repeats: int = 16) -> Path:
+    """One connection (from ``HEAVY_CLIENT``) carrying about 80% of the payload bytes: a producer's and a
+    consumer's exchanges (Produce v7, ListOffsets, Fetch v11: topics by name) replayed ``repeats`` times, beside
+    the same exchanges once each on three other client hosts' connections, interleaved."""
+    from kafkalab.pcap import TcpPcapWriter
+
+    chosen = [items for name, number, items in golden_conversations()
+              if (name, number) in (("kafka-python", 35), ("kafka-python", 39), ("aiokafka", 43))]
+    once = [step for items in chosen for step in items]
+    ts = 1_700_000_000.0
+    with TcpPcapWriter(path) as writer:
+        heavy = writer.open_connection(HEAVY_CLIENT, ("10.0.9.9", 9092), ts)
+        light = [writer.open_connection((f"10.0.{host}.1", 40000), ("10.0.9.9", 9092), ts) for host in (1, 2, 3)]
+        queues = [(heavy, once * repeats)] + [(conn, list(once)) for conn in light]
+        while any(queue for _, queue in queues):
+            for conn, queue in queues:
+                if queue:
+                    entry, raw = queue.pop(0)
+                    ts += 0.000_25
+                    writer.send(conn, entry["direction"] == "request", raw, ts)
+        for conn, _ in queues:
+            ts += 0.001
+            writer.close(conn, ts)
+    return path

@@ -12,7 +12,8 @@ import pytest
 import kafkalab
 from kafkalab.pcap import CaptureError
 from kafkalab.spark import read_capture, register
-from tests.spark.captures import corrupt_gzip, interleaved_hosts_pcap, rotate, unreadable
+from tests.spark.captures import (HEAVY_CLIENT, corrupt_gzip, heavy_connection_pcap, interleaved_hosts_pcap,
+                                  nested_capture_pcap, rotate, unreadable)
 from tests.spark.equality import TABLES, assert_same_rows, engine_rows, spark_rows
 
 CAPTURES = sorted((Path(__file__).parents[2] / "captures").glob("*.pcap"))
@@ -109,3 +110,30 @@ def test_the_data_source_serves_the_engines_rows(spark_local, hosts_capture):
         frame = (spark_local.read.format("kafkalab").option("table", table).option("ports", "9092,19092")
                  .load(str(hosts_capture)))
         assert spark_rows(frame, table) == engine_rows(engine, table)
+
+
+def test_a_file_whose_ranges_do_not_meet_is_read_whole_with_the_engines_rows(spark_local, tmp_path):
+    # the second range starts inside a capture carried as packet data: its reader finds a false record start,
+    # the first range's walk over the real lengths does not land there, so the file is read by one task
+    from kafkalab.spark.pipeline import _units
+    from kafkalab.spark.plan import plan
+
+    path, middle = nested_capture_pcap(tmp_path / "nested.pcap")
+    target = path.stat().st_size // 2 + 1
+    units = plan([path], target).units
+    assert [u[2] for u in units] == [24, middle]            # two nominal ranges, cut inside the carried capture
+    assert _units(spark_local.sparkContext, units) == [(0, str(path), -1, -1)]
+    assert_same_rows(read_capture(spark_local, [path], target_bytes=target), kafkalab.read_capture(path))
+
+
+def test_a_heavy_connection_is_cut_into_ranges_decoded_by_separate_tasks_with_the_engines_rows(spark_local, tmp_path):
+    path = heavy_connection_pcap(tmp_path / "heavy.pcap")
+    engine = kafkalab.read_capture(path)
+    heavy = engine.connections[engine.connections["client"] == "%s:%d" % HEAVY_CLIENT]
+    share = (heavy["client_bytes"] + heavy["server_bytes"]).sum() / (engine.connections["client_bytes"]
+                                                                      + engine.connections["server_bytes"]).sum()
+    assert share > 0.8
+    spark_capture = read_capture(spark_local, [path])
+    key = tuple(sorted([HEAVY_CLIENT, ("10.0.9.9", 9092)]))
+    assert spark_capture.split.get(key, 1) > 1            # the plan: its ranges went to separate decode tasks
+    assert_same_rows(spark_capture, engine)
