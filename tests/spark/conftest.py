@@ -21,9 +21,18 @@ def _spark_or_skip():
 def spark_local():
     _spark_or_skip()
     from kafkalab.spark.session import session
-    spark = session("local[2]", "kafkalab-tests")
+    spark = session("local[2]", "kafkalab-tests", {"spark.driver.memory": "2g"})
     yield spark
     spark.stop()
+
+
+@pytest.fixture(autouse=True)
+def _release_cached_reads(request):
+    """Each read keeps its decoded rows cached for its DataFrames (see kafkalab.spark.pipeline); a test's
+    reads are let go when it ends, so one session's heap does not fill up over the whole suite."""
+    yield
+    if "spark_local" in request.fixturenames:
+        request.getfixturevalue("spark_local").catalog.clearCache()
 
 
 @pytest.fixture(scope="session")
