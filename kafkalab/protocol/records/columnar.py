@@ -16,8 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-import crc32c
-
+from . import checksum
 from .batch import CODEC_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE, MIN_RECORD_SIZE
 from .compression import DEFAULT_MAX_INFLATED, decompress
 from .limits import Budget, default_budget
@@ -98,7 +97,7 @@ def _regular(buf, pos: int, end: int, tag, into: Batches, budget: Budget) -> int
         return 0
     head = HEADER.unpack_from(buf, pos)
     attrs, count = head[5], head[12]
-    if attrs & CONTROL_BIT or count < 0 or crc32c.crc32c(buf[pos + CRC_START:stop]) != head[4]:
+    if attrs & CONTROL_BIT or count < 0 or checksum.crc32c(buf[pos + CRC_START:stop]) != head[4]:
         return 0
     if count > budget.max_records or count > budget.records:
         return 0                      # the reference decoder says "budget exceeded"
