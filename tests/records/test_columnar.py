@@ -170,6 +170,32 @@ def test_batch_heads_count_and_check_as_the_reference_decoder(seed: int) -> None
     assert batch_heads(b"") == decode_records(b"") == []
 
 
+@pytest.mark.parametrize("oddity", ["two members", "trailing bytes", "size that lies", "member cut short",
+                                    "nothing inflated"])
+def test_gzip_batches_inflated_in_place_or_not_read_as_the_reference_decoder(oddity: str) -> None:
+    """Gzip records are inflated straight into the reader's buffer when the stream is one whole member of the
+    size it declares; every other stream (legal or not) is read as the reference decoder reads it."""
+    import gzip
+
+    rng = random.Random(5)
+    records = [(rng.randbytes(4), rng.randbytes(rng.choice((10, 300))), [("h", b"v")], 1_700_000_000_000 + i)
+               for i in range(20)]
+    plain = bytearray(encode_records([build_batch(records, codec="none", base_offset=40)]))
+    stream = gzip.compress(bytes(plain[61:]))
+    body = {"two members": gzip.compress(bytes(plain[61:200])) + gzip.compress(bytes(plain[200:])),
+            "trailing bytes": stream + b"\0\0",
+            "size that lies": stream[:-4] + struct.pack("<I", len(plain) - 61 + 1),
+            "member cut short": stream[:-9],
+            "nothing inflated": gzip.compress(b"")}[oddity]
+    data = plain[:61] + body
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    struct.pack_into(">h", data, 21, struct.unpack_from(">h", data, 21)[0] | 1)
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    whole = _batch(rng, "gzip", 0) + bytes(data) + _batch(rng, "gzip", 60)
+    assert columnar_rows([whole]) == reference_rows([whole])
+    assert columnar_rows([whole], "request", 9) == reference_rows([whole], "request", 9)
+
+
 def test_columns_sized_too_small_grow() -> None:
     """The columns are sized from the frames' record counts; when more records come, they grow."""
     rng = random.Random(11)

@@ -18,7 +18,7 @@ from typing import Any
 
 from . import checksum
 from .batch import CODEC_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE, MIN_RECORD_SIZE
-from .compression import DEFAULT_MAX_INFLATED, decompress
+from .compression import DEFAULT_MAX_INFLATED, Codec, decompress, gzip_into, gzip_size
 from .limits import Budget, default_budget
 from .recordset import LOG_OVERHEAD, _entry
 
@@ -56,13 +56,18 @@ class Batches:
 
     def append(self, body) -> None:
         end = self.size + len(body)
+        self.reserve(len(body))
+        self.region[self.size:end] = body
+        self.size = end
+
+    def reserve(self, extra: int) -> None:
+        """Room for ``extra`` more bytes after the ``size`` in use."""
+        end = self.size + extra
         if end > len(self.region):
             try:
                 self.region += bytes(end - len(self.region))
             except BufferError:          # still viewed by an earlier pass's arrays: start a new buffer
                 self.region = self.region[:self.size] + bytes(end - self.size)
-        self.region[self.size:end] = body
-        self.size = end
 
 
 def gather(data, tag: Any, into: Batches, *, max_inflated: int = DEFAULT_MAX_INFLATED,
@@ -103,24 +108,41 @@ def _regular(buf, pos: int, end: int, tag, into: Batches, budget: Budget) -> int
         return 0                      # the reference decoder says "budget exceeded"
     codec = attrs & CODEC_MASK
     body = buf[pos + HEADER_SIZE:stop]
-    if codec:
+    placed = _inflated_in_place(body, into, budget) if codec == Codec.GZIP else 0
+    if codec and not placed:
         try:
             body, notes = decompress(codec, body, magic=2, limit=budget.inflate_limit())
         except Exception:             # noqa: BLE001 - the reference decoder says what is wrong
             return 0
         if notes:
             return 0
-    if count * MIN_RECORD_SIZE > len(body):
+    size = placed or len(body)
+    if count * MIN_RECORD_SIZE > size:
         return 0
     if codec:
-        budget.spend_inflated(len(body))
+        budget.spend_inflated(size)
     budget.records -= count
     into.heads.append(head)
     into.tags.append(tag)
     into.starts.append(into.size)
     into.raws.append(buf[pos:stop])
-    into.append(body)
+    if placed:
+        into.size += placed
+    else:
+        into.append(body)
     return stop - pos
+
+
+def _inflated_in_place(body, into: Batches, budget: Budget) -> int:
+    """A gzip batch's records inflated straight into ``into.region`` after the bytes in use (not yet counted
+    in): their size, or 0 where the codec table's decompressor must decide (see
+    :func:`.compression.gzip_into`)."""
+    size = gzip_size(body)
+    if not 0 < size <= budget.inflate_limit():
+        return 0
+    into.reserve(size)
+    with memoryview(into.region) as region:
+        return size if gzip_into(body, region[into.size:into.size + size]) else 0
 
 
 @dataclass
