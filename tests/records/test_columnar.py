@@ -196,6 +196,46 @@ def test_gzip_batches_inflated_in_place_or_not_read_as_the_reference_decoder(odd
     assert columnar_rows([whole], "request", 9) == reference_rows([whole], "request", 9)
 
 
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_batch_fetched_as_it_was_produced_is_read_once_and_gives_its_rows_twice(codec: str) -> None:
+    """A Fetch response gives back the batches of Produce requests, with only the base offset and leader
+    epoch (outside the checksum) changed: its records are read from the first one's bytes, and its rows are
+    what the reference decoder makes of it; so are a repeated batch whose records are damaged (CRC made to
+    match) and one that only shares a checksum."""
+    rng = random.Random(8)
+    produced = _batch(rng, codec, 0)
+    fetched = bytearray(produced)
+    struct.pack_into(">qi", fetched, 0, 700, len(produced) - 12)
+    struct.pack_into(">i", fetched, 12, 3)                  # the leader epoch
+    damaged = _damage(random.Random(2), _batch(rng, codec, 100))
+    sets = [produced + bytes(fetched), damaged + damaged, produced + _same_crc(produced) + bytes(fetched)]
+    assert columnar_rows(sets) == reference_rows(sets)
+    assert columnar_rows(sets, "request", 5) == reference_rows(sets, "request", 5)
+
+
+def _same_crc(batch: bytes) -> bytes:
+    """Other bytes of the same length with the same (valid) CRC-32C: bits flipped in the batch's last 64
+    bytes, chosen by elimination over GF(2) so that their effects on the CRC cancel (it is affine)."""
+    body = bytes(batch[21:])
+    zero = crc32c.crc32c(bytes(len(body)))
+    rows = []                                   # (effect on the CRC, bits flipped), reduced
+    for bit in range(8 * (len(body) - 64), 8 * len(body)):
+        flip = bytearray(len(body))
+        flip[bit // 8] = 1 << (bit % 8)
+        effect, bits = crc32c.crc32c(bytes(flip)) ^ zero, {bit}
+        for pivot, pivot_bits in rows:
+            if effect ^ pivot < effect:
+                effect, bits = effect ^ pivot, bits ^ pivot_bits
+        if not effect:
+            changed = bytearray(batch)
+            for b in bits:
+                changed[21 + b // 8] ^= 1 << (b % 8)
+            assert crc32c.crc32c(bytes(changed[21:])) == crc32c.crc32c(body) and changed != batch
+            return bytes(changed)
+        rows.append((effect, bits))
+    raise AssertionError("no combination found")
+
+
 def test_columns_sized_too_small_grow() -> None:
     """The columns are sized from the frames' record counts; when more records come, they grow."""
     rng = random.Random(11)

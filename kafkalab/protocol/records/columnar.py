@@ -13,7 +13,7 @@ Tests check that both readers agree on every batch the columnar one accepts.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import checksum
@@ -37,13 +37,17 @@ PAD = 64                # zero bytes after the records: reads a little past a re
 @dataclass
 class Batches:
     """Regular v2 batches gathered for one columnar pass: their headers and their record bytes, inflated,
-    one after the other in ``region``."""
+    one after the other in ``region``; a batch whose bytes repeat an earlier one's of the same pass (a Fetch
+    response giving back what a Produce request sent: only the base offset and leader epoch, outside the
+    checksum, differ) shares that one's record bytes: it is neither inflated nor copied again."""
     heads: list            # HEADER tuples (base_offset ... record_count)
     tags: list             # the caller's tag for each batch (where it came from)
     starts: list           # where each batch's records start in ``region``
     raws: list             # each batch's wire bytes (a view), to decode as an object if a record fails a check
     region: bytearray      # may be longer than ``size``: a buffer reused from pass to pass
     size: int = 0          # bytes of ``region`` in use
+    ends: list = field(default_factory=list)      # where each batch's records end in ``region``
+    twins: dict = field(default_factory=dict)     # (CRC, length) -> the first batch of this pass with them
 
     @classmethod
     def empty(cls, region: bytearray | None = None) -> "Batches":
@@ -107,6 +111,13 @@ def _regular(buf, pos: int, end: int, tag, into: Batches, budget: Budget) -> int
     if count > budget.max_records or count > budget.records:
         return 0                      # the reference decoder says "budget exceeded"
     codec = attrs & CODEC_MASK
+    twin = _twin(buf, pos, stop, head, into)
+    if twin is not None and not (codec and twin[1] - twin[0] > budget.inflate_limit()):
+        if codec:
+            budget.spend_inflated(twin[1] - twin[0])
+        budget.records -= count
+        _add(into, head, tag, buf[pos:stop], *twin)
+        return stop - pos
     body = buf[pos + HEADER_SIZE:stop]
     placed = _inflated_in_place(body, into, budget) if codec == Codec.GZIP else 0
     if codec and not placed:
@@ -122,15 +133,31 @@ def _regular(buf, pos: int, end: int, tag, into: Batches, budget: Budget) -> int
     if codec:
         budget.spend_inflated(size)
     budget.records -= count
-    into.heads.append(head)
-    into.tags.append(tag)
-    into.starts.append(into.size)
-    into.raws.append(buf[pos:stop])
+    start = into.size
     if placed:
         into.size += placed
     else:
         into.append(body)
+    into.twins.setdefault((head[4], stop - pos), len(into.heads))
+    _add(into, head, tag, buf[pos:stop], start, into.size)
     return stop - pos
+
+
+def _add(into: Batches, head: tuple, tag, raw, start: int, end: int) -> None:
+    into.heads.append(head)
+    into.tags.append(tag)
+    into.raws.append(raw)
+    into.starts.append(start)
+    into.ends.append(end)
+
+
+def _twin(buf, pos: int, stop: int, head: tuple, into: Batches) -> tuple[int, int] | None:
+    """(start, end) in ``into.region`` of the records of an earlier batch of this pass whose checksummed
+    bytes are those of the batch at ``pos`` (compared, not assumed from the CRC), or None."""
+    earlier = into.twins.get((head[4], stop - pos))
+    if earlier is None or bytes(into.raws[earlier][CRC_START:]) != bytes(buf[pos + CRC_START:stop]):
+        return None
+    return into.starts[earlier], into.ends[earlier]
 
 
 def _inflated_in_place(body, into: Batches, budget: Budget) -> int:
@@ -176,7 +203,7 @@ def read_columns(batches: Batches) -> RecordColumns:
     heads = batches.heads
     counts = np.fromiter((h[12] for h in heads), dtype=np.int64, count=nb)
     starts = np.array(batches.starts, dtype=np.int64)
-    ends = np.append(starts[1:], len(u) - PAD) if nb else starts
+    ends = np.array(batches.ends, dtype=np.int64)
     walk = _Walk(u, counts)
     rec_start, rec_end = walk.boundaries(starts, ends)
     fields = walk.fields(rec_start, rec_end)
