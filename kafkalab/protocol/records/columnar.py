@@ -194,7 +194,8 @@ class RecordColumns:
 
 
 def read_columns(batches: Batches) -> RecordColumns:
-    """Read every record of every gathered batch, vectorised over all of them."""
+    """Read every record of every gathered batch, vectorised over all of them (records that twin batches
+    share, see :class:`Batches`, are read once)."""
     import numpy as np
 
     batches.append(bytes(PAD))
@@ -204,18 +205,33 @@ def read_columns(batches: Batches) -> RecordColumns:
     counts = np.fromiter((h[12] for h in heads), dtype=np.int64, count=nb)
     starts = np.array(batches.starts, dtype=np.int64)
     ends = np.array(batches.ends, dtype=np.int64)
-    walk = _Walk(u, counts)
-    rec_start, rec_end = walk.boundaries(starts, ends)
-    fields = walk.fields(rec_start, rec_end)
-    ok = ~walk.bad_batches(nb)
-    keep = ok[walk.batch_of]
+    _, first, which = np.unique(starts, return_index=True, return_inverse=True)   # twins share their records
+    walk = _Walk(u, counts[first])
+    rec_start, rec_end = walk.boundaries(starts[first], ends[first])
+    ts, od, key, value, hcount, hkey, hvalue, hrec = walk.fields(rec_start, rec_end)
+    ok = ~walk.bad_batches(len(first))[which]
+    if len(first) < nb:                 # each batch takes its records' reads, in batch order (twins: again)
+        rec = _ranges(walk.first[which], counts)
+        header = _ranges(np.concatenate(([0], np.cumsum(hcount)))[rec], hcount[rec])
+        ts, od, hcount = ts[rec], od[rec], hcount[rec]
+        key, value = (key[0][rec], key[1][rec]), (value[0][rec], value[1][rec])
+        hkey, hvalue = (hkey[0][header], hkey[1][header]), (hvalue[0][header], hvalue[1][header])
+        hrec = np.repeat(np.arange(len(rec)), hcount)
+    keep = ok[np.repeat(np.arange(nb), counts)]
     idx = np.flatnonzero(ok)
-    ts, od, key, value, hcount, hkey, hvalue, hrec = fields
     hkeep = keep[hrec] if len(hrec) else np.zeros(0, dtype=bool)
     return RecordColumns(ok=ok, batch=idx, count=counts[idx], offset_delta=od[keep], timestamp_delta=ts[keep],
                          key=(key[0][keep], key[1][keep]), value=(value[0][keep], value[1][keep]),
                          header_counts=hcount[keep], header_key=(hkey[0][hkeep], hkey[1][hkeep]),
                          header_value=(hvalue[0][hkeep], hvalue[1][hkeep]), region=u)
+
+
+def _ranges(firsts, counts):
+    """The indices ``firsts[i] .. firsts[i] + counts[i] - 1`` for every i, one after the other."""
+    import numpy as np
+
+    before = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    return np.repeat(firsts - before, counts) + np.arange(int(counts.sum()))
 
 
 class _Walk:
