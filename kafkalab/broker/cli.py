@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import logging
 import os
 import signal
 import sys
@@ -33,6 +32,8 @@ def _release(text: str) -> str:
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
+    import logging
+
     from .runtime import Broker
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,

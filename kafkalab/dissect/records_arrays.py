@@ -130,7 +130,8 @@ def _fast_part(heads, tags, cols, contexts, vocab):
     rb = np.repeat(np.arange(nb), counts)
     first = np.concatenate(([0], np.cumsum(counts)))[:-1]
     k = np.arange(n) - first[rb]
-    h = {name: np.fromiter((head[i] for head in heads), dtype=np.int64, count=nb)
+    table = np.array(heads, dtype=np.int64).reshape(nb, -1)     # one row per batch header, in one call
+    h = {name: table[:, i]
          for i, name in enumerate(("base_offset", "length", "epoch", "magic", "crc", "attrs", "last_delta",
                                    "base_ts", "max_ts", "producer_id", "producer_epoch", "base_sequence"))}
     seq = np.fromiter((t[0] for t in tags), dtype=np.int64, count=nb)

@@ -262,14 +262,16 @@ def test_a_capture_read_whole_prints_what_streaming_prints(golden, capsys, monke
     assert whole == streamed and whole[0][0] == 0 and whole[0][1]
 
 
-def test_decoding_a_small_capture_loads_neither_numpy_nor_pandas_nor_pyarrow():
-    """Start-up is what a user waits for on a small capture: the text paths load no heavy library."""
-    import subprocess
-    import sys
-
-    path = Path(__file__).resolve().parents[2] / "captures" / "admin.pcap"
-    probe = ("import runpy, sys; sys.argv = ['kafkalab', 'decode', sys.argv[1]]\n"
+@pytest.mark.parametrize("capture", ["admin", "produce-consume-gzip"])
+@pytest.mark.parametrize("argv", [[], ["-T", "fields", "-e", "frame", "-e", "topics"], ["-T", "jsonl"], ["-T", "csv"],
+                                  ["-V", "-x", "-c", "4"], ["-Y", "correlation_id >= 0"]])
+def test_decoding_a_small_capture_loads_neither_numpy_nor_pandas_nor_pyarrow(capture, argv):
+    """Start-up is what a user waits for on a small capture: the text paths (every text format, a filter, field
+    trees; frames with record batches or without) load no heavy library, in a process of their own."""
+    path = Path(__file__).resolve().parents[2] / "captures" / f"{capture}.pcap"
+    probe = ("import runpy, sys; sys.argv = ['kafkalab', 'decode', *sys.argv[1:]]\n"
              "try:\n    runpy.run_module('kafkalab', run_name='__main__')\nexcept SystemExit:\n    pass\n"
              "print(' '.join(m for m in ('numpy', 'pandas', 'pyarrow') if m in sys.modules), file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", probe, str(path), *argv], capture_output=True, text=True,
+                          timeout=60)
     assert done.stdout and done.stderr.strip() == ""

@@ -170,6 +170,72 @@ def test_batch_heads_count_and_check_as_the_reference_decoder(seed: int) -> None
     assert batch_heads(b"") == decode_records(b"") == []
 
 
+@pytest.mark.parametrize("oddity", ["two members", "trailing bytes", "size that lies", "member cut short",
+                                    "nothing inflated"])
+def test_gzip_batches_inflated_in_place_or_not_read_as_the_reference_decoder(oddity: str) -> None:
+    """Gzip records are inflated straight into the reader's buffer when the stream is one whole member of the
+    size it declares; every other stream (legal or not) is read as the reference decoder reads it."""
+    import gzip
+
+    rng = random.Random(5)
+    records = [(rng.randbytes(4), rng.randbytes(rng.choice((10, 300))), [("h", b"v")], 1_700_000_000_000 + i)
+               for i in range(20)]
+    plain = bytearray(encode_records([build_batch(records, codec="none", base_offset=40)]))
+    stream = gzip.compress(bytes(plain[61:]))
+    body = {"two members": gzip.compress(bytes(plain[61:200])) + gzip.compress(bytes(plain[200:])),
+            "trailing bytes": stream + b"\0\0",
+            "size that lies": stream[:-4] + struct.pack("<I", len(plain) - 61 + 1),
+            "member cut short": stream[:-9],
+            "nothing inflated": gzip.compress(b"")}[oddity]
+    data = plain[:61] + body
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    struct.pack_into(">h", data, 21, struct.unpack_from(">h", data, 21)[0] | 1)
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    whole = _batch(rng, "gzip", 0) + bytes(data) + _batch(rng, "gzip", 60)
+    assert columnar_rows([whole]) == reference_rows([whole])
+    assert columnar_rows([whole], "request", 9) == reference_rows([whole], "request", 9)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_batch_fetched_as_it_was_produced_is_read_once_and_gives_its_rows_twice(codec: str) -> None:
+    """A Fetch response gives back the batches of Produce requests, with only the base offset and leader
+    epoch (outside the checksum) changed: its records are read from the first one's bytes, and its rows are
+    what the reference decoder makes of it; so are a repeated batch whose records are damaged (CRC made to
+    match) and one that only shares a checksum."""
+    rng = random.Random(8)
+    produced = _batch(rng, codec, 0)
+    fetched = bytearray(produced)
+    struct.pack_into(">qi", fetched, 0, 700, len(produced) - 12)
+    struct.pack_into(">i", fetched, 12, 3)                  # the leader epoch
+    damaged = _damage(random.Random(2), _batch(rng, codec, 100))
+    sets = [produced + bytes(fetched), damaged + damaged, produced + _same_crc(produced) + bytes(fetched)]
+    assert columnar_rows(sets) == reference_rows(sets)
+    assert columnar_rows(sets, "request", 5) == reference_rows(sets, "request", 5)
+
+
+def _same_crc(batch: bytes) -> bytes:
+    """Other bytes of the same length with the same (valid) CRC-32C: bits flipped in the batch's last 64
+    bytes, chosen by elimination over GF(2) so that their effects on the CRC cancel (it is affine)."""
+    body = bytes(batch[21:])
+    zero = crc32c.crc32c(bytes(len(body)))
+    rows = []                                   # (effect on the CRC, bits flipped), reduced
+    for bit in range(8 * (len(body) - 64), 8 * len(body)):
+        flip = bytearray(len(body))
+        flip[bit // 8] = 1 << (bit % 8)
+        effect, bits = crc32c.crc32c(bytes(flip)) ^ zero, {bit}
+        for pivot, pivot_bits in rows:
+            if effect ^ pivot < effect:
+                effect, bits = effect ^ pivot, bits ^ pivot_bits
+        if not effect:
+            changed = bytearray(batch)
+            for b in bits:
+                changed[21 + b // 8] ^= 1 << (b % 8)
+            assert crc32c.crc32c(bytes(changed[21:])) == crc32c.crc32c(body) and changed != batch
+            return bytes(changed)
+        rows.append((effect, bits))
+    raise AssertionError("no combination found")
+
+
 def test_columns_sized_too_small_grow() -> None:
     """The columns are sized from the frames' record counts; when more records come, they grow."""
     rng = random.Random(11)

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import struct
 
-import crc32c
-
 from ..errors import DecodeError, EncodeError
+from . import checksum
 from .compression import Codec, codec_name, compress, decompress
 from .control import decode_control, encode_control
 from .limits import BUDGET_EXCEEDED, Budget
@@ -97,7 +96,7 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
     head = HEADER.unpack_from(buf, pos)
     (base_offset, length, epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, count) = head
     diags: list[str] = []
-    computed = crc32c.crc32c(memoryview(buf)[pos + CRC_START:end])
+    computed = checksum.crc32c(memoryview(buf)[pos + CRC_START:end])
     if computed != crc:
         diags.append(f"CRC mismatch: expected 0x{crc:08x}, computed 0x{computed:08x}")
     codec_id = attrs & CODEC_MASK
@@ -398,7 +397,7 @@ def encode(batch: RecordBatch) -> bytes:
         body = _BODY_HEAD.pack(attrs, last_delta, batch.base_timestamp, max_ts, batch.producer_id,
                                batch.producer_epoch, batch.base_sequence, len(records)) + payload
         return _PREFIX.pack(batch.base_offset, 9 + len(body), batch.partition_leader_epoch, 2,
-                            crc32c.crc32c(body)) + body
+                            checksum.crc32c(body)) + body
     except (struct.error, OverflowError) as exc:
         raise EncodeError(f"record batch field out of range: {exc}") from None
 

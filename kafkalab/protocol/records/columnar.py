@@ -13,13 +13,12 @@ Tests check that both readers agree on every batch the columnar one accepts.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import crc32c
-
+from . import checksum
 from .batch import CODEC_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE, MIN_RECORD_SIZE
-from .compression import DEFAULT_MAX_INFLATED, decompress
+from .compression import DEFAULT_MAX_INFLATED, Codec, decompress, gzip_into, gzip_size
 from .limits import Budget, default_budget
 from .recordset import LOG_OVERHEAD, _entry
 
@@ -38,13 +37,17 @@ PAD = 64                # zero bytes after the records: reads a little past a re
 @dataclass
 class Batches:
     """Regular v2 batches gathered for one columnar pass: their headers and their record bytes, inflated,
-    one after the other in ``region``."""
+    one after the other in ``region``; a batch whose bytes repeat an earlier one's of the same pass (a Fetch
+    response giving back what a Produce request sent: only the base offset and leader epoch, outside the
+    checksum, differ) shares that one's record bytes: it is neither inflated nor copied again."""
     heads: list            # HEADER tuples (base_offset ... record_count)
     tags: list             # the caller's tag for each batch (where it came from)
     starts: list           # where each batch's records start in ``region``
     raws: list             # each batch's wire bytes (a view), to decode as an object if a record fails a check
     region: bytearray      # may be longer than ``size``: a buffer reused from pass to pass
     size: int = 0          # bytes of ``region`` in use
+    ends: list = field(default_factory=list)      # where each batch's records end in ``region``
+    twins: dict = field(default_factory=dict)     # (CRC, length) -> the first batch of this pass with them
 
     @classmethod
     def empty(cls, region: bytearray | None = None) -> "Batches":
@@ -57,13 +60,18 @@ class Batches:
 
     def append(self, body) -> None:
         end = self.size + len(body)
+        self.reserve(len(body))
+        self.region[self.size:end] = body
+        self.size = end
+
+    def reserve(self, extra: int) -> None:
+        """Room for ``extra`` more bytes after the ``size`` in use."""
+        end = self.size + extra
         if end > len(self.region):
             try:
                 self.region += bytes(end - len(self.region))
             except BufferError:          # still viewed by an earlier pass's arrays: start a new buffer
                 self.region = self.region[:self.size] + bytes(end - self.size)
-        self.region[self.size:end] = body
-        self.size = end
 
 
 def gather(data, tag: Any, into: Batches, *, max_inflated: int = DEFAULT_MAX_INFLATED,
@@ -98,30 +106,70 @@ def _regular(buf, pos: int, end: int, tag, into: Batches, budget: Budget) -> int
         return 0
     head = HEADER.unpack_from(buf, pos)
     attrs, count = head[5], head[12]
-    if attrs & CONTROL_BIT or count < 0 or crc32c.crc32c(buf[pos + CRC_START:stop]) != head[4]:
+    if attrs & CONTROL_BIT or count < 0 or checksum.crc32c(buf[pos + CRC_START:stop]) != head[4]:
         return 0
     if count > budget.max_records or count > budget.records:
         return 0                      # the reference decoder says "budget exceeded"
     codec = attrs & CODEC_MASK
+    twin = _twin(buf, pos, stop, head, into)
+    if twin is not None and not (codec and twin[1] - twin[0] > budget.inflate_limit()):
+        if codec:
+            budget.spend_inflated(twin[1] - twin[0])
+        budget.records -= count
+        _add(into, head, tag, buf[pos:stop], *twin)
+        return stop - pos
     body = buf[pos + HEADER_SIZE:stop]
-    if codec:
+    placed = _inflated_in_place(body, into, budget) if codec == Codec.GZIP else 0
+    if codec and not placed:
         try:
             body, notes = decompress(codec, body, magic=2, limit=budget.inflate_limit())
         except Exception:             # noqa: BLE001 - the reference decoder says what is wrong
             return 0
         if notes:
             return 0
-    if count * MIN_RECORD_SIZE > len(body):
+    size = placed or len(body)
+    if count * MIN_RECORD_SIZE > size:
         return 0
     if codec:
-        budget.spend_inflated(len(body))
+        budget.spend_inflated(size)
     budget.records -= count
+    start = into.size
+    if placed:
+        into.size += placed
+    else:
+        into.append(body)
+    into.twins.setdefault((head[4], stop - pos), len(into.heads))
+    _add(into, head, tag, buf[pos:stop], start, into.size)
+    return stop - pos
+
+
+def _add(into: Batches, head: tuple, tag, raw, start: int, end: int) -> None:
     into.heads.append(head)
     into.tags.append(tag)
-    into.starts.append(into.size)
-    into.raws.append(buf[pos:stop])
-    into.append(body)
-    return stop - pos
+    into.raws.append(raw)
+    into.starts.append(start)
+    into.ends.append(end)
+
+
+def _twin(buf, pos: int, stop: int, head: tuple, into: Batches) -> tuple[int, int] | None:
+    """(start, end) in ``into.region`` of the records of an earlier batch of this pass whose checksummed
+    bytes are those of the batch at ``pos`` (compared, not assumed from the CRC), or None."""
+    earlier = into.twins.get((head[4], stop - pos))
+    if earlier is None or bytes(into.raws[earlier][CRC_START:]) != bytes(buf[pos + CRC_START:stop]):
+        return None
+    return into.starts[earlier], into.ends[earlier]
+
+
+def _inflated_in_place(body, into: Batches, budget: Budget) -> int:
+    """A gzip batch's records inflated straight into ``into.region`` after the bytes in use (not yet counted
+    in): their size, or 0 where the codec table's decompressor must decide (see
+    :func:`.compression.gzip_into`)."""
+    size = gzip_size(body)
+    if not 0 < size <= budget.inflate_limit():
+        return 0
+    into.reserve(size)
+    with memoryview(into.region) as region:
+        return size if gzip_into(body, region[into.size:into.size + size]) else 0
 
 
 @dataclass
@@ -146,7 +194,8 @@ class RecordColumns:
 
 
 def read_columns(batches: Batches) -> RecordColumns:
-    """Read every record of every gathered batch, vectorised over all of them."""
+    """Read every record of every gathered batch, vectorised over all of them (records that twin batches
+    share, see :class:`Batches`, are read once)."""
     import numpy as np
 
     batches.append(bytes(PAD))
@@ -155,19 +204,34 @@ def read_columns(batches: Batches) -> RecordColumns:
     heads = batches.heads
     counts = np.fromiter((h[12] for h in heads), dtype=np.int64, count=nb)
     starts = np.array(batches.starts, dtype=np.int64)
-    ends = np.append(starts[1:], len(u) - PAD) if nb else starts
-    walk = _Walk(u, counts)
-    rec_start, rec_end = walk.boundaries(starts, ends)
-    fields = walk.fields(rec_start, rec_end)
-    ok = ~walk.bad_batches(nb)
-    keep = ok[walk.batch_of]
+    ends = np.array(batches.ends, dtype=np.int64)
+    _, first, which = np.unique(starts, return_index=True, return_inverse=True)   # twins share their records
+    walk = _Walk(u, counts[first])
+    rec_start, rec_end = walk.boundaries(starts[first], ends[first])
+    ts, od, key, value, hcount, hkey, hvalue, hrec = walk.fields(rec_start, rec_end)
+    ok = ~walk.bad_batches(len(first))[which]
+    if len(first) < nb:                 # each batch takes its records' reads, in batch order (twins: again)
+        rec = _ranges(walk.first[which], counts)
+        header = _ranges(np.concatenate(([0], np.cumsum(hcount)))[rec], hcount[rec])
+        ts, od, hcount = ts[rec], od[rec], hcount[rec]
+        key, value = (key[0][rec], key[1][rec]), (value[0][rec], value[1][rec])
+        hkey, hvalue = (hkey[0][header], hkey[1][header]), (hvalue[0][header], hvalue[1][header])
+        hrec = np.repeat(np.arange(len(rec)), hcount)
+    keep = ok[np.repeat(np.arange(nb), counts)]
     idx = np.flatnonzero(ok)
-    ts, od, key, value, hcount, hkey, hvalue, hrec = fields
     hkeep = keep[hrec] if len(hrec) else np.zeros(0, dtype=bool)
     return RecordColumns(ok=ok, batch=idx, count=counts[idx], offset_delta=od[keep], timestamp_delta=ts[keep],
                          key=(key[0][keep], key[1][keep]), value=(value[0][keep], value[1][keep]),
                          header_counts=hcount[keep], header_key=(hkey[0][hkeep], hkey[1][hkeep]),
                          header_value=(hvalue[0][hkeep], hvalue[1][hkeep]), region=u)
+
+
+def _ranges(firsts, counts):
+    """The indices ``firsts[i] .. firsts[i] + counts[i] - 1`` for every i, one after the other."""
+    import numpy as np
+
+    before = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    return np.repeat(firsts - before, counts) + np.arange(int(counts.sum()))
 
 
 class _Walk:

@@ -99,6 +99,28 @@ def _gzip_decompress(data, limit: int, magic: int) -> tuple[bytes, list[str]]:
             return b"".join(out), notes
 
 
+def gzip_size(data) -> int:
+    """The inflated size a gzip stream declares in its last four bytes (modulo 2**32; of its last member
+    only): what :func:`gzip_into` needs room for. 0 when ``data`` is too short to be a gzip stream."""
+    if len(data) < 18 or data[0] != 0x1F or data[1] != 0x8B:
+        return 0
+    return int.from_bytes(data[-4:], "little")
+
+
+def gzip_into(data, out) -> bool:
+    """Inflate the gzip stream ``data`` into ``out``, a writable buffer of exactly :func:`gzip_size` bytes:
+    True if that filled it exactly, the stream checked whole (CRC and size) with nothing after it. False for
+    anything else (several members, trailing bytes, a size that lies, damage): then :func:`decompress` decides,
+    and says what is wrong. ``out`` is the limit: nothing is ever written past it.
+
+    Why: the records table inflates hundreds of megabytes; written straight where the columnar reader wants
+    them, they are not copied twice more (from the input to a bytes object, from the output into place)."""
+    try:
+        return cramjam.gzip.decompress_into(data, out) == len(out)
+    except Exception:             # noqa: BLE001 - cramjam's errors: decompress() says what is wrong
+        return False
+
+
 # --- snappy -----------------------------------------------------------------------------------------------
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"

@@ -10,10 +10,9 @@ from __future__ import annotations
 import struct
 from typing import Any, Iterator, NamedTuple
 
-import crc32c
-
 from ..tree import FieldNode
 from . import batch as v2
+from . import checksum
 from . import legacy
 from .build import from_dict
 from .compression import DEFAULT_MAX_INFLATED
@@ -55,7 +54,7 @@ def batch_heads(data: bytes | memoryview) -> list:
     buf = data if isinstance(data, (bytes, memoryview)) else memoryview(data)
     out = []
     pos, end = 0, len(buf)
-    head_size, crc_start, unpack, crc = v2.HEADER_SIZE, v2.CRC_START, v2.HEADER.unpack_from, crc32c.crc32c
+    head_size, crc_start, unpack, crc = v2.HEADER_SIZE, v2.CRC_START, v2.HEADER.unpack_from, checksum.crc32c
     while pos < end:
         if end - pos < head_size or buf[pos + _MAGIC_AT] != 2:
             return decode_records(data)
