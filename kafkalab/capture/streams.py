@@ -42,7 +42,7 @@ from kafkalab.pcap import endpoint
 from kafkalab.protocol.correlation import Asked
 
 from .regularity import NEVER, Carried
-from .segments import Direction, span_bytes
+from .segments import Direction, span_head
 
 _REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
 _CORRELATION = struct.Struct(">i")
@@ -187,9 +187,9 @@ class Streams:
         not regular: such a response may have to wait for the connection's next request to be read (see
         ``KafkaSession._hold_unpaired``), which the general path does."""
         frames = sorted(frames, key=_POSITION)                  # stable: a packet's frames in stream order
-        view = memoryview(data)
         asked = self._asked
         request_head, correlation = _REQUEST_HEAD.unpack_from, _CORRELATION.unpack_from
+        size_of = _CORRELATION.unpack_from
         for frame in frames:
             conn = frame[1]
             c = conn.index
@@ -197,9 +197,10 @@ class Streams:
                 continue
             if len(frame) == 6:                 # the header read in place (a frame's bytes: start, end)
                 buf, at, size = data, frame[4] + 4, frame[5] - frame[4] - 4
-            else:
-                buf, at = span_bytes(view, frame[6]), 4
-                size = len(buf) - 4
+            else:                               # in place too where the first segment holds it
+                buf, at = span_head(data, frame[6], 12)
+                size = size_of(buf, at)[0]      # the size prefix: what the frame was cut by
+                at += 4
             waiting = asked.get(c)
             if waiting is None:
                 waiting = asked[c] = {}
