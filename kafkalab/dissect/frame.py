@@ -341,34 +341,9 @@ def columns_table(columns: dict):
         elif kind == "bool":
             data[name] = np.array(values, dtype=bool)
         else:                                    # lists: topics, diagnostics
-            data[name] = np.fromiter(shared_lists(values), dtype=object, count=n)
+            data[name] = np.fromiter(spec.shared_lists(values), dtype=object, count=n)
     return pd.DataFrame(data, columns=FRAME_COLUMNS)
 
-
-def shared_lists(values) -> list:
-    """``values`` (lists of strings) with equal lists as one list object, made here (never one of the
-    given lists, which may be a Frame's own).
-
-    Why: a capture's frames name the same few topics again and again and most have no diagnostics, so a
-    table of a million frames would otherwise hold two million small lists, which every full garbage
-    collection walks for as long as the table lives (and the interpreter's at exit: a tenth of a second per
-    hundred thousand frames). A table's list cells are values to read, as with any pandas object column:
-    copy one before changing it."""
-    seen: dict[tuple, list] = {}
-    get = seen.get
-    empty: list = []
-    out = []
-    append = out.append
-    for value in values:
-        if not value:
-            append(empty)
-            continue
-        key = tuple(value)
-        one = get(key)
-        if one is None:
-            one = seen[key] = list(key)
-        append(one)
-    return out
 
 
 def frames_arrow(frames):
