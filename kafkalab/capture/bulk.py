@@ -169,8 +169,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 topics, code, error, records, notes, summary, topic_ids = describe_body(
                     api_key, api_name, version, "request", body, None, topic_names)
                 answered = expects_response(api_key, body)
-                remember(request_memo, key, "request", (api_key, api_name, version, client_id, size, code, error,
-                                                         tuple(topics), records, summary, answered), notes)
+                if key:                         # small enough to be remembered
+                    remember(request_memo, key, "request", (api_key, api_name, version, client_id, size, code,
+                                                             error, tuple(topics), records, summary, answered), notes)
             else:
                 message = request(raw)
                 api_key, version, correlation_id = message.api_key, message.api_version, message.correlation_id
@@ -211,8 +212,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                     message, keep = None, False
                     topics, code, error, records, notes, summary, topic_ids = describe_body(
                         api_key, api_name, version, "response", body, None, topic_names)
-                    remember(response_memo, key, "response", (api_key, api_name, version, None, size, code, error,
-                                                               tuple(topics), records, summary, True), notes)
+                    if key:
+                        remember(response_memo, key, "response", (api_key, api_name, version, None, size, code,
+                                                                   error, tuple(topics), records, summary, True), notes)
                 else:
                     message = response(raw, api_key, version)
             else:

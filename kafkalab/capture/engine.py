@@ -119,14 +119,16 @@ def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iter
     the events of each window in packet order, then :data:`WINDOW_END`. An event is a regular connection's
     frame (see :meth:`.streams.Streams.frames`) or the window position (an int) of an irregular connection's
     packet. ``columns`` (the packet columns the general path needs, then ``ts_ns``) and
-    ``packet_conn`` (each packet's :class:`Conn`) are refilled in place with the window's values."""
+    ``packet_conn`` (each packet's :class:`Conn`, None in a window without irregular packets) are refilled in
+    place with the window's values."""
     from kafkalab.pcap.index import index_windows
 
     second = Streams(kafka_ports, conns)
     any_irregular = any(c.irregular for c in conns)
     for index, cut in (((w, None) for w in index_windows(data, window)) if windows is None else windows):
         conn_of, frames, irregular = second.frames(index, data, cut)
-        packet_conn[:] = [conns[c] for c in conn_of.tolist()]
+        # each packet's connection: only irregular packets are looked up (regular frames carry theirs)
+        packet_conn[:] = [conns[c] for c in conn_of.tolist()] if irregular else [None] * len(conn_of)
         if any_irregular:
             for column, name in zip(columns, _PACKET_COLUMNS):
                 column[:] = getattr(index, name).tolist()

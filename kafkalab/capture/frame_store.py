@@ -34,10 +34,11 @@ class FrameStore:
             row = _as_row(frame)
             for k in range(R_OFFSET + 1):
                 columns[k][i] = row[k]
+        columns[R_TS] = _packed("d", columns[R_TS])
         self._columns: dict[str, list] | None = dict(zip(ROW_FIELDS, columns))   # plain values, nulls None
         self.raw = columns[R_RAW]
         self.ts = columns[R_TS]
-        self.offsets = columns[R_OFFSET]
+        self.offsets = _packed("q", columns[R_OFFSET])
         self.extras: dict[int, tuple] = extras or {}     # index -> (message, topic_ids) where either is set
         self._table = None
 
@@ -92,6 +93,18 @@ class FrameStore:
         return frame_from_row(row)
 
 
+def _packed(code: str, values: list):
+    """``values`` as an :class:`array.array` of ``code`` where they all fit (else the list itself): a number
+    per frame kept for as long as the capture is, without one Python object per frame for the garbage
+    collector to walk."""
+    from array import array
+
+    try:
+        return array(code, values)
+    except (TypeError, OverflowError):
+        return values
+
+
 def _plain_column(column) -> list:
     """A table column as Python values, nulls as None."""
     if column.dtype == object:
@@ -120,19 +133,25 @@ class FileBytes:
 
     Why: a read that kept every frame's bytes would hold the capture's size in memory again; the page cache
     holds them already. The file may grow (a capture still being written only has packets appended); any
-    other change (shorter, or rewritten at the same size) is an error."""
+    other change (shorter, or rewritten at the same size) is an error. The places are held as two arrays of
+    64-bit integers (start -1: the entry is in ``others``), not a tuple per frame: a large capture's
+    millions of tuples would be walked by every full garbage collection (and at exit)."""
 
     def __init__(self, path, entries: list) -> None:
         self.path = os.fspath(path)
         info = os.stat(self.path)
         self._stamp = (info.st_size, info.st_mtime_ns)
-        self.entries = _compact(entries)
+        self.starts, self.ends, self.others = _compact(entries)
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.starts)
+
+    def _entry(self, index: int):
+        start = self.starts[index]
+        return (start, self.ends[index]) if start >= 0 else self.others.get(index)
 
     def __getitem__(self, index: int) -> bytes | None:
-        entry = self.entries[index]
+        entry = self._entry(index)
         if entry is None or isinstance(entry, (bytes, bytearray)):
             return entry
         from .segments import span_ranges
@@ -165,13 +184,17 @@ class FileBytes:
             self._check(stream)
             data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
         view = memoryview(data)
-        entries, read = self.entries, [0]
+        starts, ends, others, read = self.starts, self.ends, self.others, [0]
 
         def frame_bytes(index: int) -> bytes | None:
-            entry = entries[index]
-            if entry is None or isinstance(entry, (bytes, bytearray)):
-                return entry
-            out = bytes(view[entry[0]:entry[1]]) if len(entry) == 2 else span_bytes(view, entry)
+            start = starts[index]
+            if start >= 0:
+                out = bytes(view[start:ends[index]])
+            else:
+                entry = others.get(index)
+                if entry is None or isinstance(entry, (bytes, bytearray)):
+                    return entry
+                out = span_bytes(view, entry)
             read[0] += len(out)
             if read[0] > READ_WINDOW:
                 release(data, len(data))
@@ -185,22 +208,33 @@ class FileBytes:
             data.close()
 
 
-def _compact(entries: list) -> list:
-    """``entries`` with the segment positions that spans share (a direction's segment starts and lengths,
-    the first two items of a span, see :func:`.streams.span_ranges`) held as arrays of 64-bit integers, not
-    lists of Python ints: a large capture's spans would otherwise keep tens of megabytes of int objects."""
+def _compact(entries: list) -> tuple:
+    """``entries`` as (starts, ends, others): the places ``(start, end)`` as two arrays of 64-bit integers
+    (-1 where the entry is something else), the other entries by index (bytes, and spans with the segment
+    positions they share, a direction's segment starts and lengths, the first two items of a span, see
+    :func:`.segments.span_ranges`, held as arrays: lists of Python ints would keep tens of megabytes)."""
     from array import array
 
     shared: dict[int, tuple] = {}
+    others: dict[int, object] = {}
+    starts, ends = array("q"), array("q")
+    add_start, add_end = starts.append, ends.append
     for i, entry in enumerate(entries):
-        if entry is None or isinstance(entry, (bytes, bytearray)) or len(entry) == 2:
+        if entry.__class__ is tuple and len(entry) == 2:
+            add_start(entry[0])
+            add_end(entry[1])
             continue
-        starts, lengths = entry[0], entry[1]
-        pair = shared.get(id(starts))
+        add_start(-1)
+        add_end(-1)
+        if entry is None or isinstance(entry, (bytes, bytearray)) or len(entry) == 2:
+            others[i] = entry
+            continue
+        segment_starts, lengths = entry[0], entry[1]
+        pair = shared.get(id(segment_starts))
         if pair is None:
-            pair = shared[id(starts)] = (array("q", starts), array("q", lengths), starts)
-        entries[i] = (pair[0], pair[1], *entry[2:])
-    return entries
+            pair = shared[id(segment_starts)] = (array("q", segment_starts), array("q", lengths), segment_starts)
+        others[i] = (pair[0], pair[1], *entry[2:])
+    return starts, ends, others
 
 class HeldBytes(FileBytes):
     """Each frame's bytes, by index, sliced from a buffer held in memory (entries as in :class:`FileBytes`):
@@ -209,6 +243,12 @@ class HeldBytes(FileBytes):
     def __init__(self, data, entries: list) -> None:
         self.data = data
         self.entries = entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def _entry(self, index: int):
+        return self.entries[index]
 
     def _read(self, ranges: list[tuple[int, int]]) -> bytes:
         return b"".join(bytes(self.data[start:end]) for start, end in ranges)

@@ -55,26 +55,29 @@ class Direction:
         positions = self.positions + packets.tolist()
         total = ends[-1]
         pos, k = self.pos, 0
+        add = frames.append if frames is not None else None
         while pos + PREFIX <= total:
             k = bisect_left(ends, pos + 1, k)                   # the segment holding byte ``pos``
-            offset = starts[k] + pos - (ends[k] - lengths[k])
-            if pos + PREFIX <= ends[k]:
+            segment_end = ends[k]
+            offset = starts[k] + pos - (segment_end - lengths[k])
+            if pos + PREFIX <= segment_end:
                 size = frame_size(data, offset)
             else:
                 size = frame_size(_span(data, starts, lengths, ends, k, pos, pos + PREFIX))
             if size < 0 or size > MAX_FRAME_SIZE:
                 return False
             end = pos + PREFIX + size
+            if end <= segment_end:                              # within the segment (the usual case)
+                if add is not None:
+                    add((positions[k], conn, side, pos, offset, offset + PREFIX + size))
+                pos = end
+                continue
             if end > total:                                     # unfinished: the next window finishes it
                 break
             last = bisect_left(ends, end, k)                    # the segment holding the frame's last byte
-            if frames is None:
-                pass
-            elif last == k:
-                frames.append((positions[k], conn, side, pos, offset, offset + PREFIX + size))
-            else:
+            if add is not None:
                 span = (starts, lengths, k, last, offset, starts[last] + end - (ends[last] - lengths[last]))
-                frames.append((positions[last], conn, side, pos, 0, 0, span))
+                add((positions[last], conn, side, pos, 0, 0, span))
             pos, k = end, last
         keep = bisect_left(ends, pos + 1)                       # the segments still holding unfinished bytes
         self.pos, self.total = pos, total
@@ -87,13 +90,27 @@ def span_ranges(span: tuple) -> list[tuple[int, int]]:
     """The file ranges holding a frame that spans segments, in order: the span is (the direction's segment
     starts and lengths, first and last segment, where the frame starts in the first, ends in the last)."""
     starts, lengths, k, last, head, tail = span
-    return [(head, starts[k] + lengths[k]), *((starts[j], starts[j] + lengths[j]) for j in range(k + 1, last)),
-            (starts[last], tail)]
+    first = (head, starts[k] + lengths[k])
+    if last == k + 1:                           # the usual case: two segments
+        return [first, (starts[last], tail)]
+    return [first, *[(starts[j], starts[j] + lengths[j]) for j in range(k + 1, last)], (starts[last], tail)]
 
 
 def span_bytes(view: memoryview, span: tuple) -> bytes:
     """A frame that spans segments, joined (one copy) from a view of the file."""
+    starts, lengths, k, last, head, tail = span
+    if last == k + 1:
+        return b"".join((view[head:starts[k] + lengths[k]], view[starts[last]:tail]))
     return b"".join([view[a:b] for a, b in span_ranges(span)])
+
+
+def span_head(data, span: tuple, size: int):
+    """(buffer, offset) where the first ``size`` bytes of a frame that spans segments can be read: the file
+    itself when its first segment holds them (no copy), else the frame's bytes joined."""
+    starts, lengths, k, _, head, _ = span
+    if starts[k] + lengths[k] - head >= size:
+        return data, head
+    return span_bytes(memoryview(data), span), 0
 
 
 def _span(data, starts, lengths, ends, k: int, pos: int, end: int) -> bytes:

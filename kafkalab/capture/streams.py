@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from itertools import islice
 from operator import itemgetter
 from typing import Iterable
 
@@ -42,7 +43,7 @@ from kafkalab.pcap import endpoint
 from kafkalab.protocol.correlation import Asked
 
 from .regularity import NEVER, Carried
-from .segments import Direction, span_bytes
+from .segments import Direction, span_head
 
 _REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
 _CORRELATION = struct.Struct(">i")
@@ -179,27 +180,29 @@ class Streams:
             packets = packets[length[packets] > 0]
             if len(packets) and not self._direction(s).walk(data, index, packets, self.conns[c], s & 1, cut):
                 bad[c] = True
-        self._answers(cut[start:], data, bad)
+        cut[start:] = sorted(cut[start:], key=_POSITION)          # stable: a packet's frames in stream order
+        self._answers(cut, start, data, bad)
         self._base += n
 
-    def _answers(self, frames: list, data, bad: np.ndarray) -> None:
+    def _answers(self, frames: list, start: int, data, bad: np.ndarray) -> None:
         """A connection whose server sends a response no request of it is waiting for (by correlation id) is
         not regular: such a response may have to wait for the connection's next request to be read (see
         ``KafkaSession._hold_unpaired``), which the general path does."""
-        frames = sorted(frames, key=_POSITION)                  # stable: a packet's frames in stream order
-        view = memoryview(data)
         asked = self._asked
         request_head, correlation = _REQUEST_HEAD.unpack_from, _CORRELATION.unpack_from
-        for frame in frames:
+        size_of = _CORRELATION.unpack_from
+        skip = set(np.nonzero(bad)[0].tolist())         # connections found irregular (a set: read per frame)
+        for frame in islice(frames, start, None):
             conn = frame[1]
             c = conn.index
-            if bad[c]:
+            if c in skip:
                 continue
             if len(frame) == 6:                 # the header read in place (a frame's bytes: start, end)
                 buf, at, size = data, frame[4] + 4, frame[5] - frame[4] - 4
-            else:
-                buf, at = span_bytes(view, frame[6]), 4
-                size = len(buf) - 4
+            else:                               # in place too where the first segment holds it
+                buf, at = span_head(data, frame[6], 12)
+                size = size_of(buf, at)[0]      # the size prefix: what the frame was cut by
+                at += 4
             waiting = asked.get(c)
             if waiting is None:
                 waiting = asked[c] = {}
@@ -212,6 +215,7 @@ class Streams:
                             del waiting[next(iter(waiting))]
             elif waiting.pop(correlation(buf, at)[0] if size >= 4 else -1, True) is not None:
                 bad[c] = True
+                skip.add(c)
 
     def finish(self) -> list[Conn]:
         """The end of pass 1: every connection's verdict (``irregular``) and its regular facts."""
@@ -243,9 +247,8 @@ class Streams:
         conn_of, side = self._assign(index)
         irregular = np.array([c.irregular for c in self.conns], dtype=bool)
         stream = conn_of * 2 + side
-        if cut is not None:
+        if cut is not None:                     # in packet order already (see _answers)
             frames = [frame for frame in cut if not frame[1].irregular]
-            frames.sort(key=lambda frame: frame[0])             # stable: a packet's frames stay in stream order
             self._base += n
             return conn_of, frames, np.nonzero(irregular[conn_of])[0].tolist()
         frames: list[tuple] = []
@@ -259,7 +262,7 @@ class Streams:
             for j, s in enumerate(present.tolist()):
                 self._direction(s).walk(data, index, order[bounds[j]:bounds[j + 1]], self.conns[s >> 1], s & 1,
                                         frames)
-        frames.sort(key=lambda frame: frame[0])                 # stable: a packet's frames stay in stream order
+        frames.sort(key=_POSITION)                              # stable: a packet's frames stay in stream order
         self._base += n
         return conn_of, frames, np.nonzero(irregular[conn_of])[0].tolist()
 

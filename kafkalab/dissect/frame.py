@@ -341,8 +341,9 @@ def columns_table(columns: dict):
         elif kind == "bool":
             data[name] = np.array(values, dtype=bool)
         else:                                    # lists: topics, diagnostics
-            data[name] = np.fromiter(values, dtype=object, count=n)
+            data[name] = np.fromiter(spec.shared_lists(values), dtype=object, count=n)
     return pd.DataFrame(data, columns=FRAME_COLUMNS)
+
 
 
 def frames_arrow(frames):
