@@ -21,7 +21,9 @@ def _spark_or_skip():
 def spark_local():
     _spark_or_skip()
     from kafkalab.spark.session import session
-    spark = session("local[2]", "kafkalab-tests")
+    # one session serves every test, and the tables each read returns stay cached in its heap until the end:
+    # more than the default 1g holds once the suite reads its larger captures
+    spark = session("local[2]", "kafkalab-tests", {"spark.driver.memory": "2g"})
     yield spark
     spark.stop()
 
