@@ -95,7 +95,16 @@ def decode_group(group: int, table, paths: list[str], ports) -> "pa.Table":
     if cap is None:
         cap = _general(table, paths, ports)
     batches = _outputs(group, cap, n, keys, real_ns, _connection_codes(table))
-    return pa.Table.from_batches(batches, schema=output_schema())
+    return pa.Table.from_batches([piece for batch in batches for piece in _pieces(batch)], schema=output_schema())
+
+
+BATCH_ROWS = 8192       # rows per output batch: the JVM reads each into buffers it reuses, so small batches keep
+                        # its off-heap memory to a few MB instead of a group's whole records table at once
+
+
+def _pieces(batch) -> list:
+    """``batch`` as zero-copy slices of at most :data:`BATCH_ROWS` rows."""
+    return [batch.slice(at, BATCH_ROWS) for at in range(0, batch.num_rows, BATCH_ROWS)] or [batch]
 
 
 def _connection_codes(table) -> np.ndarray:
@@ -125,7 +134,7 @@ def _bulk(table, paths: list[str], ports):
 
     n = table.num_rows
     length = np.concatenate([_ints(table, "len"), [len(p[4]) for p in _MARK]]).astype(np.int64)
-    data = b"".join(payloads(paths, _ints(table, "rank"), _ints(table, "off"), length[:n])) + _MARK_REQUEST
+    data = b"".join([*payloads(paths, _ints(table, "rank"), _ints(table, "off"), length[:n]), _MARK_REQUEST])
     start = np.cumsum(length) - length
     u8 = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
     long_enough = length >= 4

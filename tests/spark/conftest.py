@@ -21,6 +21,7 @@ def _spark_or_skip():
 def spark_local():
     _spark_or_skip()
     from kafkalab.spark.session import session
+    # one session serves every test; each test's cached reads are let go when it ends (below)
     spark = session("local[2]", "kafkalab-tests", {"spark.driver.memory": "2g"})
     yield spark
     spark.stop()
