@@ -20,7 +20,7 @@ import struct
 
 from ..errors import DecodeError, EncodeError
 from . import checksum
-from .batch_records import MIN_RECORD_SIZE, decode_records, encode_record
+from .batch_records import MIN_RECORD_SIZE, encode_record, read_batch_records
 from .compression import Codec, codec_name, compress, decompress
 from .limits import Budget
 from .model import TIMESTAMP_TYPES, Record, RecordBatch, with_raw
@@ -114,7 +114,7 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
         rbuf, rpos, rend, rtr = _records_region(buf, pos, end, codec_id, budget, tr, diags)
     if rbuf is not None:
         ctx = (base_offset, base_ts, max_ts, log_append, control)
-        decode_records(rbuf, rpos, rend, count, ctx, records, diags, rtr, tr.path if tr is not None else "")
+        read_batch_records(rbuf, rpos, rend, count, ctx, records, diags, rtr, tr.path if tr is not None else "")
     batch = RecordBatch(
         base_offset=base_offset, batch_length=length, partition_leader_epoch=epoch, magic=magic, crc=crc,
         crc_ok=computed == crc, attributes=attrs, codec=codec_name(codec_id),
@@ -153,7 +153,7 @@ def _decode_later(batch: RecordBatch, budget: Budget, eager: tuple[str, ...]):
     if rbuf is not None:
         ctx = (batch.base_offset, batch.base_timestamp, batch.max_timestamp, bool(attrs & TIMESTAMP_TYPE_BIT),
                bool(attrs & CONTROL_BIT))
-        decode_records(rbuf, rpos, rend, batch.record_count, ctx, records, diags, None, "")
+        read_batch_records(rbuf, rpos, rend, batch.record_count, ctx, records, diags, None, "")
     return tuple(records), tuple(diags)
 
 

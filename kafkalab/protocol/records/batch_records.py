@@ -83,7 +83,7 @@ def _decode_plain_records(buf, pos: int, end: int, count: int, ctx, records: lis
     return pos
 
 
-def decode_records(buf, pos, end, count, ctx, records, diags, tr, batch_path) -> None:
+def read_batch_records(buf, pos, end, count, ctx, records, diags, tr, batch_path) -> None:
     """Append the ``count`` records in ``buf[pos:end]`` to ``records`` (``ctx``: base offset, base and max
     timestamps, log-append time, control batch), noting problems in ``diags`` and, with ``tr``, the trace."""
     available = end - pos
