@@ -18,7 +18,6 @@ from kafkalab.protocol.schema.enums import (
     CONTROL_RECORD_TYPES,
     COORDINATOR_KEY_TYPES,
     ENUMS,
-    FIELD_ENUMS,
     GROUP_STATES,
     GROUP_TYPES,
     ISOLATION_LEVELS,
@@ -27,10 +26,9 @@ from kafkalab.protocol.schema.enums import (
     SCRAM_MECHANISMS,
     TRANSACTION_STATES,
     TRANSACTION_STATUSES,
-    EnumTable,
-    enum_name,
-    field_enum,
 )
+from kafkalab.protocol.schema.enum_fields import FIELD_ENUMS, enum_name, field_enum
+from kafkalab.protocol.schema.enum_table import EnumTable
 
 NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 SNAKE_RE = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -1,9 +1,11 @@
 """kafkalab's in-notebook Kafka broker: real clients connect, every frame lands in a journal.
 
-Layout: :mod:`.runtime` (``Broker``), :mod:`.server` (the asyncio adapter, the only asyncio user),
-:mod:`.dispatch` (a sans-IO connection), :mod:`.handlers` (one module per API, the registry ApiVersions is
-built from), :mod:`.groups` (the group coordinator: classic and KIP-848 groups), :mod:`.storage` (segments,
-partition logs, producer state, topics, committed offsets in ``__consumer_offsets``), :mod:`.journal`.
+Layout: :mod:`.runtime` (``Broker``), :mod:`.server` (the asyncio adapter: listeners and timers, with
+:mod:`.client_connection` for each client's bytes and :mod:`.loop_thread` for the private loop; the only
+asyncio users), :mod:`.dispatch` (a sans-IO connection), :mod:`.handlers` (one module per API, the registry
+ApiVersions is built from), :mod:`.groups` (the group coordinator: classic and KIP-848 groups),
+:mod:`.storage` (segments, partition logs, producer state, topics, committed offsets in
+``__consumer_offsets``), :mod:`.journal`.
 """
 
 def __getattr__(name: str):

@@ -83,7 +83,8 @@ class Broker:
     # --- lifecycle ----------------------------------------------------------------------------------------
 
     def start(self) -> Broker:
-        from .server import LoopThread, Server     # asyncio stays out of `import kafkalab.broker`
+        from .loop_thread import LoopThread     # asyncio stays out of `import kafkalab.broker`
+        from .server import Server
 
         if self._loop is not None:
             return self

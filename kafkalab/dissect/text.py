@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 from kafkalab.protocol.records.batch import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkalab.protocol.records.compression import codec_name
-from kafkalab.protocol.schema.enums import field_enum
+from kafkalab.protocol.schema.enum_fields import field_enum
 from kafkalab.protocol.schema.error_codes import error_name
 from kafkalab.protocol.schema.registry import api_name
 from kafkalab.protocol.tree import FieldNode

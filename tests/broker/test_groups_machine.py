@@ -1,6 +1,6 @@
-"""The classic group state machine (kafkalab.broker.groups.classic), driven directly with an injected clock:
-every transition of the table, the membership rules (KIP-394 member ids, KIP-345 static members) and the
-error codes members get."""
+"""The classic group state machine (kafkalab.broker.groups.classic, its table in .classic_states), driven
+directly with an injected clock: every transition of the table, the membership rules (KIP-394 member ids,
+KIP-345 static members) and the error codes members get."""
 from __future__ import annotations
 
 import itertools
@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from kafkalab.broker.groups import ClassicGroup, Event, JoinRequest, State, Waiter
-from kafkalab.broker.groups.classic import TRANSITIONS
+from kafkalab.broker.groups.classic_states import TRANSITIONS
 from kafkalab.protocol import ErrorCode
 
 SESSION, REBALANCE = 6_000, 10_000

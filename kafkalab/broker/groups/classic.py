@@ -1,10 +1,12 @@
 """One classic consumer group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup): Kafka's group state machine, sans-IO.
 
 Owns: a group's members (dynamic and static), the pending member ids handed out with ErrorCode.MEMBER_ID_REQUIRED, the
-generation, the protocol type, the chosen protocol, the leader, each member's assignment, and the five states
-with the transitions between them (:data:`TRANSITIONS`, the only place a state changes). Must not know:
+generation, the protocol type, the chosen protocol, the leader, each member's assignment, and when the group
+moves between its five states (every move goes through :data:`TRANSITIONS`). Must not know:
 sockets, clocks (every call takes ``now_ms``), the wire encoding (it returns response bodies as dicts),
 storage (it sets ``persist`` when its metadata record must be written) or other groups.
+The states and their table live in :mod:`.classic_states`, the member records and answer shapes in
+:mod:`.classic_members`.
 
 Theory of operation. A group starts Empty. A JoinGroup moves it to PreparingRebalance: every known member must
 send JoinGroup again (the ones already in the group learn of the rebalance from ErrorCode.REBALANCE_IN_PROGRESS on their
@@ -31,101 +33,14 @@ others expire ``session_timeout_ms`` after their last request.
 """
 from __future__ import annotations
 
-import enum
-import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
 from kafkalab.protocol import ErrorCode, ProtocolError
 from kafkalab.protocol.payloads import CONSUMER, SUBSCRIPTION, decode_payload
 
-
-class State(str, enum.Enum):
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-class Event(enum.Enum):
-    MEMBER_JOINED = "a member joins or rejoins"
-    MEMBER_GONE = "a member leaves or its session expires"
-    ALL_JOINED = "the join phase ends with members (all rejoined, or the rebalance timeout passed)"
-    NONE_JOINED = "the join phase ends with no member left"
-    LEADER_SYNCED = "the leader's SyncGroup brings the assignment"
-    DELETED = "DeleteGroups, or the group's last offsets are gone"
-
-
-E, P, C, S, D = State.EMPTY, State.PREPARING_REBALANCE, State.COMPLETING_REBALANCE, State.STABLE, State.DEAD
-#: (state, event) -> next state. A pair not in the table is a bug in the caller, not a peer's mistake.
-TRANSITIONS: dict[tuple[State, Event], State] = {
-    (E, Event.MEMBER_JOINED): P,
-    (P, Event.MEMBER_JOINED): P,
-    (C, Event.MEMBER_JOINED): P,
-    (S, Event.MEMBER_JOINED): P,
-    (P, Event.MEMBER_GONE): P,
-    (C, Event.MEMBER_GONE): P,
-    (S, Event.MEMBER_GONE): P,
-    (P, Event.ALL_JOINED): C,
-    (P, Event.NONE_JOINED): E,
-    (C, Event.LEADER_SYNCED): S,
-    (E, Event.DELETED): D,
-}
-
-
-@dataclass
-class Waiter:
-    """A JoinGroup or SyncGroup answer to come: ``result`` is the response body once the group decides."""
-    result: dict | None = None
-
-
-@dataclass
-class MemberInfo:
-    """What a member says about itself when it joins."""
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocols: list[tuple[str, bytes]]       # (name, metadata) in the member's order of preference
-
-
-@dataclass
-class JoinRequest(MemberInfo):
-    protocol_type: str = ""
-    require_member_id: bool = True           # JoinGroup v4+ (KIP-394)
-    skip_assignment_ok: bool = True          # JoinGroup v9+ can tell a static leader not to assign again
-
-
-@dataclass
-class Member(MemberInfo):
-    assignment: bytes = b""
-    last_seen_ms: int = 0
-    join_waiter: Waiter | None = None
-    sync_waiter: Waiter | None = None
-
-    def metadata(self, protocol: str | None) -> bytes:
-        return next((meta for name, meta in self.protocols if name == protocol), b"")
-
-    def alive(self, now_ms: int) -> bool:
-        return self.join_waiter is not None or self.sync_waiter is not None or \
-            now_ms < self.last_seen_ms + self.session_timeout_ms
-
-
-def new_member_id(client_id: str) -> str:
-    return f"{client_id}-{uuid.uuid4()}"
-
-
-def join_error(code: int, member_id: str = "") -> dict:
-    return {"error_code": code, "generation_id": -1, "protocol_type": None, "protocol_name": "", "leader": "",
-            "skip_assignment": False, "member_id": member_id, "members": []}
-
-
-def sync_answer(code: int, group: ClassicGroup | None = None, assignment: bytes = b"") -> dict:
-    return {"error_code": code, "protocol_type": group.protocol_type if group else None,
-            "protocol_name": group.protocol if group else None, "assignment": assignment}
+from .classic_members import JoinRequest, Member, Waiter, join_error, new_member_id, sync_answer
+from .classic_states import TRANSITIONS, Event, State
 
 
 @dataclass

@@ -18,7 +18,9 @@ from typing import Callable
 from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.payloads import ASSIGNMENT, SUBSCRIPTION, encode_payload
 
-from .classic import ClassicGroup, JoinRequest, Member, State, Waiter, join_error, sync_answer
+from .classic import ClassicGroup
+from .classic_members import JoinRequest, Member, Waiter, join_error, sync_answer
+from .classic_states import State
 from .consumer import ConsumerGroup
 from .consumer_records import changes, fingerprint, group_records, restore
 

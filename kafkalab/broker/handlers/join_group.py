@@ -11,7 +11,7 @@ from kafkalab.protocol import ApiKey, ErrorCode
 from kafkalab.protocol.payloads import SUBSCRIPTION
 
 from ..groups import JoinRequest
-from ..groups.classic import join_error
+from ..groups.classic_members import join_error
 from ..groups.coordinator import as_bytes
 from .base import Handler
 from .group_waits import client_host, when_decided

@@ -7,7 +7,7 @@ from __future__ import annotations
 from kafkalab.protocol import ApiKey, ErrorCode
 from kafkalab.protocol.payloads import ASSIGNMENT
 
-from ..groups.classic import sync_answer
+from ..groups.classic_members import sync_answer
 from ..groups.coordinator import as_bytes
 from .base import Handler
 from .group_waits import when_decided

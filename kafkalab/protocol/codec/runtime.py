@@ -1,6 +1,6 @@
 """What the generated decoders call at run time: struct tables, array and UUID helpers, item shapes.
 
-Owns: the helpers compiled code refers to by name (see ``compiler._RUNTIME``) and the tables they use. They
+Owns: the helpers compiled code refers to by name (see ``codegen.RUNTIME``) and the tables they use. They
 trust the generated code's checks and may raise anything on bad input: the caller then re-runs the
 reference interpreter (see :mod:`.compiler`).
 """

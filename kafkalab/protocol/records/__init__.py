@@ -7,7 +7,8 @@ untouched decode is byte-identical. Module map:
 * :mod:`.primitives`  - fixed-width ints and zigzag varints
 * :mod:`.compression` - codec table, capped decompression (:mod:`.lz4frame` for LZ4 framing, KIP-57)
 * :mod:`.limits`      - record-count caps and the per-frame budget of inflated bytes and records
-* :mod:`.batch`       - magic 2 batches; :mod:`.control` - transaction markers
+* :mod:`.batch`       - magic 2 batches (header, CRC, compression); :mod:`.batch_records` - the records in them
+* :mod:`.control`     - transaction markers
 * :mod:`.legacy`      - magic 0/1 messages and compressed wrappers (KIP-31/KIP-32)
 * :mod:`.recordset`   - whole record sets: decode, trace, encode, cheap boundary walks for the broker
 * :mod:`.build`       - batches from Python values

@@ -11,6 +11,8 @@ Without a trace it checks the header, the record count's plausibility and the CR
 leaves the records to be decoded when first read (see ``RecordBatch`` in :mod:`.model`): most readers of
 a capture want counts, offsets and CRCs, not every record.
 :func:`encode` reuses the decoded bytes of an untouched batch and otherwise builds the batch from fields.
+:func:`encode` reuses the decoded bytes of an untouched batch and otherwise builds the batch from fields.
+The records inside the batch are read and written by :mod:`.batch_records`.
 """
 from __future__ import annotations
 
@@ -18,12 +20,10 @@ import struct
 
 from ..errors import DecodeError, EncodeError
 from . import checksum
+from .batch_records import MIN_RECORD_SIZE, encode_record, read_batch_records
 from .compression import Codec, codec_name, compress, decompress
-from .control import decode_control, encode_control
-from .limits import BUDGET_EXCEEDED, Budget
+from .limits import Budget
 from .model import TIMESTAMP_TYPES, Record, RecordBatch, with_raw
-from .primitives import (read_varint, read_varint_bytes, read_varlong, write_varint, write_varint_bytes,
-                         write_varlong)
 from .tracing import Trace
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -37,8 +37,6 @@ HEADER_FIELDS = (("base_offset", "int64", 8), ("batch_length", "int32", 4), ("pa
                  ("last_offset_delta", "int32", 4), ("base_timestamp", "int64", 8), ("max_timestamp", "int64", 8),
                  ("producer_id", "int64", 8), ("producer_epoch", "int16", 2), ("base_sequence", "int32", 4),
                  ("record_count", "int32", 4))
-#: Smallest possible record: length, attributes, timestamp delta, offset delta, key, value, header count.
-MIN_RECORD_SIZE = 7
 CODEC_MASK, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, CONTROL_BIT, DELETE_HORIZON_BIT = 0x07, 0x08, 0x10, 0x20, 0x40
 
 
@@ -68,12 +66,6 @@ def header_problem(buf, pos: int, size: int, *, max_records: int | None = None) 
     if max_records is not None and count > max_records:
         return f"record count {count} exceeds the limit of {max_records} records per batch"
     return None
-
-
-def record_timestamp(log_append_time: bool, base_timestamp: int, max_timestamp: int, delta: int) -> int:
-    """KIP-32: in a LOG_APPEND_TIME batch every record's timestamp is the broker's append time, which the
-    broker stores as max_timestamp (the per-record deltas stay as the producer wrote them)."""
-    return max_timestamp if log_append_time else base_timestamp + delta
 
 
 def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = None,
@@ -122,7 +114,7 @@ def decode(buf, pos: int, end: int, *, max_inflated: int, tr: Trace | None = Non
         rbuf, rpos, rend, rtr = _records_region(buf, pos, end, codec_id, budget, tr, diags)
     if rbuf is not None:
         ctx = (base_offset, base_ts, max_ts, log_append, control)
-        _decode_records(rbuf, rpos, rend, count, ctx, records, diags, rtr, tr.path if tr is not None else "")
+        read_batch_records(rbuf, rpos, rend, count, ctx, records, diags, rtr, tr.path if tr is not None else "")
     batch = RecordBatch(
         base_offset=base_offset, batch_length=length, partition_leader_epoch=epoch, magic=magic, crc=crc,
         crc_ok=computed == crc, attributes=attrs, codec=codec_name(codec_id),
@@ -161,7 +153,7 @@ def _decode_later(batch: RecordBatch, budget: Budget, eager: tuple[str, ...]):
     if rbuf is not None:
         ctx = (batch.base_offset, batch.base_timestamp, batch.max_timestamp, bool(attrs & TIMESTAMP_TYPE_BIT),
                bool(attrs & CONTROL_BIT))
-        _decode_records(rbuf, rpos, rend, batch.record_count, ctx, records, diags, None, "")
+        read_batch_records(rbuf, rpos, rend, batch.record_count, ctx, records, diags, None, "")
     return tuple(records), tuple(diags)
 
 
@@ -190,191 +182,6 @@ def _records_region(buf, pos, end, codec_id, budget: Budget, tr, diags):
     return inflated, 0, len(inflated), dtr.inflated(inflated, codec_name(codec_id), start, end)
 
 
-def _decode_plain_records(buf, pos: int, end: int, count: int, ctx, records: list) -> int:
-    """The untraced hot loop: records whose framing is regular (UTF-8 header keys, fewer than 64 headers,
-    lengths that add up) are read inline here, one-byte varints without a call; the first record that is not stops the loop and is left,
-    with everything after it, to the general path (which reports what is wrong). Returns where it stopped."""
-    base_offset, base_ts, max_ts, log_append, control = ctx
-    if control:
-        return pos
-    append = records.append
-    for _ in range(count):
-        if pos + MIN_RECORD_SIZE > end:
-            return pos
-        b = buf[pos]
-        if b >= 0x80:
-            length, p = read_varint(buf, pos, end)
-        else:
-            length, p = (b >> 1) ^ -(b & 1), pos + 1
-        stop = p + length
-        if length < MIN_RECORD_SIZE - 1 or stop > end:
-            return pos
-        attrs, b = buf[p], buf[p + 1]
-        if b < 0x80:
-            ts_delta, q = (b >> 1) ^ -(b & 1), p + 2
-        else:
-            ts_delta, q = read_varlong(buf, p + 1, stop)
-        b = buf[q]
-        if b < 0x80:
-            offset_delta, q = (b >> 1) ^ -(b & 1), q + 1
-        else:
-            offset_delta, q = read_varint(buf, q, stop)
-        key, q = read_varint_bytes(buf, q, stop)
-        value, q = read_varint_bytes(buf, q, stop)
-        if q >= stop:
-            return pos
-        hc = buf[q]
-        q += 1
-        if hc:
-            if hc >= 0x80 or hc & 1:            # 64 headers or more, or a negative count: the general path
-                return pos
-            headers = []
-            for _ in range(hc >> 1):
-                hkey, q = read_varint_bytes(buf, q, stop)
-                hvalue, q = read_varint_bytes(buf, q, stop)
-                headers.append((hkey.decode(), hvalue))
-            headers = tuple(headers)
-        else:
-            headers = ()
-        if q != stop:
-            return pos
-        append(Record(key, value, headers, max_ts if log_append else base_ts + ts_delta,
-                      base_offset + offset_delta, offset_delta, ts_delta, attrs - 256 if attrs > 127 else attrs,
-                      None))
-        pos = stop
-    return pos
-
-
-def _decode_records(buf, pos, end, count, ctx, records, diags, tr, batch_path) -> None:
-    available = end - pos
-    if count < 0 or count * MIN_RECORD_SIZE > available:
-        diags.append(f"malformed: record count {count} cannot fit in {available} bytes")
-    if tr is None:
-        start = pos
-        try:
-            pos = _decode_plain_records(buf, pos, end, count, ctx, records)
-        except (DecodeError, UnicodeDecodeError, AttributeError, IndexError):
-            records.clear()           # something irregular inside a record: let the general path say what
-            pos = start
-        if len(records) == count and pos == end:
-            return
-    _decode_records_general(buf, pos, end, count, ctx, records, diags, tr, batch_path)
-
-
-def _decode_records_general(buf, pos, end, count, ctx, records, diags, tr, batch_path) -> None:
-    """Records one by one with full checks and diagnostics (and the trace); continues after any records the
-    plain loop already read."""
-    if tr is not None:
-        tr = tr.child("records", "records", pos, path=f"{batch_path}.records")
-    i = len(records)
-    while i < count and pos < end:
-        if tr is not None and tr.exhausted():
-            message = f"{BUDGET_EXCEEDED}: tree node limit reached, records {i}.. not annotated"
-            diags.append(message)
-            tr.rest("unannotated", pos, end, message)
-            tr.end(end)
-            return
-        rtr = tr.child(f"records[{i}]", "record", pos, path=f"{tr.path}[{i}]") if tr is not None else None
-        try:
-            record, new_pos = _decode_record(buf, pos, end, ctx, diags, rtr)
-        except DecodeError as exc:
-            diags.append(f"malformed: record {i}: {exc.reason}")
-            if rtr is not None:
-                covered = rtr.node.children[-1].end - rtr.base if rtr.node.children else pos
-                rtr.rest("unparsed", covered, end, f"malformed: {exc.reason}")
-                rtr.end(end)
-            pos = end
-            break
-        if rtr is not None:
-            rtr.end(new_pos)
-        records.append(record)
-        pos = new_pos
-        i += 1
-    if i != count and not any(d.startswith("malformed: record") for d in diags):
-        diags.append(f"malformed: record count mismatch: header says {count}, found {i}")
-    if pos < end:
-        message = f"malformed: {end - pos} bytes after the last record"
-        diags.append(message)
-        if tr is not None:
-            tr.rest("trailing", pos, end, message)
-    if tr is not None:
-        tr.end(end)
-
-
-def _decode_record(buf, pos: int, end: int, ctx, diags: list[str], tr: Trace | None):
-    """One varint-framed record; raises DecodeError when its framing is unusable."""
-    base_offset, base_ts, max_ts, log_append, control = ctx
-    length, p = read_varint(buf, pos, end)
-    stop = p + length
-    if length < MIN_RECORD_SIZE - 1 or stop > end:
-        raise DecodeError(f"record length {length} does not fit the {end - p} bytes left", offset=pos)
-    attrs = buf[p]
-    attrs = attrs - 256 if attrs > 127 else attrs
-    ts_delta, q = read_varlong(buf, p + 1, stop)
-    offset_delta, r = read_varint(buf, q, stop)
-    key, s = read_varint_bytes(buf, r, stop)
-    value, t = read_varint_bytes(buf, s, stop)
-    header_count, u = read_varint(buf, t, stop)
-    if tr is not None:
-        tr.leaf("length", "varint", pos, p, length)
-        tr.leaf("attributes", "int8", p, p + 1, attrs)
-        tr.leaf("timestamp_delta", "varlong", p + 1, q, ts_delta)
-        tr.leaf("offset_delta", "varint", q, r, offset_delta)
-        _trace_varint_bytes(tr, "key", buf, r, s, key)
-        _trace_varint_bytes(tr, "value", buf, s, t, value)
-        tr.leaf("headers_count", "varint", t, u, header_count)
-    if header_count < 0 or header_count * 2 > stop - u:
-        raise DecodeError(f"header count {header_count} cannot fit in {stop - u} bytes", offset=t)
-    headers = []
-    for h in range(header_count):
-        hkey, hvalue, u = _decode_header(buf, u, stop, diags, tr, h)
-        headers.append((hkey, hvalue))
-    headers = tuple(headers) if headers else ()
-    if u != stop:
-        message = f"record length says {length} bytes but its fields end {stop - u} bytes earlier"
-        diags.append(f"malformed: {message}")
-        if tr is not None:
-            tr.rest("unparsed", u, stop, f"malformed: {message}")
-    # positional arguments (field order of Record): measurably cheaper on this hot path
-    record = Record(key, value, headers, record_timestamp(log_append, base_ts, max_ts, ts_delta),
-                    base_offset + offset_delta, offset_delta, ts_delta, attrs,
-                    _control_of(key, value, diags) if control else None)
-    return record, stop
-
-
-def _decode_header(buf, pos, end, diags, tr, index):
-    key_bytes, p = read_varint_bytes(buf, pos, end)
-    if key_bytes is None:
-        raise DecodeError("null header key", offset=pos)
-    try:
-        key = key_bytes.decode("utf-8")
-    except UnicodeDecodeError:
-        key = key_bytes.decode("utf-8", "surrogateescape")  # keeps the bytes for re-encoding
-        diags.append(f"header key {key_bytes!r} is not valid UTF-8")
-    value, q = read_varint_bytes(buf, p, end)
-    if tr is not None:
-        htr = tr.child(f"headers[{index}]", "header", pos, path=f"{tr.path}.headers[{index}]")
-        _trace_varint_bytes(htr, "key", buf, pos, p, key)
-        _trace_varint_bytes(htr, "value", buf, p, q, value)
-        htr.end(q)
-    return key, value, q
-
-
-def _trace_varint_bytes(tr: Trace, name: str, buf, start: int, end: int, value) -> None:
-    """A varint length leaf then the data leaf (zero-width for null/empty so the path always exists)."""
-    _, data_start = read_varint(buf, start, end)
-    tr.leaf(f"{name}_length", "varint", start, data_start, -1 if value is None else end - data_start)
-    tr.leaf(name, "bytes" if not isinstance(value, str) else "string", data_start, end, value)
-
-
-def _control_of(key, value, diags):
-    try:
-        return decode_control(key, value)
-    except DecodeError as exc:
-        diags.append(f"malformed: control record: {exc.reason}")
-        return None
-
-
 # --- encoding ---------------------------------------------------------------------------------------------
 
 def encode(batch: RecordBatch) -> bytes:
@@ -401,19 +208,6 @@ def encode(batch: RecordBatch) -> bytes:
     except (struct.error, OverflowError) as exc:
         raise EncodeError(f"record batch field out of range: {exc}") from None
 
-
-def encode_record(record: Record) -> bytes:
-    key, value = record.key, record.value
-    if record.control is not None and key is None:
-        key, value = encode_control(record.control)
-    parts = [bytes((record.attributes & 0xFF,)), write_varlong(record.timestamp_delta),
-             write_varint(record.offset_delta), write_varint_bytes(key), write_varint_bytes(value),
-             write_varint(len(record.headers))]
-    for hkey, hvalue in record.headers:
-        parts.append(write_varint_bytes(hkey.encode("utf-8", "surrogateescape") if isinstance(hkey, str) else hkey))
-        parts.append(write_varint_bytes(hvalue))
-    body = b"".join(parts)
-    return write_varint(len(body)) + body
 
 
 def rewrite_base_offset(data: bytes | bytearray, base_offset: int, pos: int = 0) -> bytes | bytearray:

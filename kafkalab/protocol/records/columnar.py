@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checksum
-from .batch import CODEC_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE, MIN_RECORD_SIZE
+from .batch import CODEC_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE
+from .batch_records import MIN_RECORD_SIZE
 from .compression import DEFAULT_MAX_INFLATED, Codec, decompress, gzip_into, gzip_size
 from .limits import Budget, default_budget
 from .recordset import LOG_OVERHEAD, _entry

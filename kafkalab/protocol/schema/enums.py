@@ -5,9 +5,9 @@ ACL ``resource_type`` (TOPIC) or of ``1`` in ``isolation_level`` (READ_COMMITTED
 code of the broker and clients. This module keeps those value tables as data so the dissector can print
 ``isolation_level: 1 (READ_COMMITTED)`` and the notebooks can explain what a capture asks for.
 
-Each table is an :class:`EnumTable`, a read-only mapping from wire value to an upper-case name (for the
-few string-valued enums, from the exact wire string to a name). :data:`FIELD_ENUMS` says which message
-fields carry which table; :func:`field_enum` and :func:`enum_name` do the look-ups.
+Each table is an :class:`~.enum_table.EnumTable`, a read-only mapping from wire value to an upper-case name
+(for the few string-valued enums, from the exact wire string to a name); :data:`ENUMS` holds them all by
+name. Which message fields carry which table, and the look-ups, are :mod:`.enum_fields`.
 
 The numbers and strings are protocol facts checked against Apache Kafka's sources (the Java enums behind
 each table are named in its ``about`` text); the descriptions are this project's own.
@@ -15,58 +15,9 @@ each table are named in its ``about`` text); the descriptions are this project's
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Iterator, Mapping, Union
+from typing import Mapping
 
-EnumValue = Union[int, str]
-
-
-class EnumTable(Mapping[EnumValue, str]):
-    """A named, immutable ``value -> NAME`` table.
-
-    It behaves like a read-only dict (``table[2]``, ``2 in table``, ``table.get(9)``, iteration over the
-    values in definition order). ``case_insensitive`` tables (string enums the broker parses without
-    regard to case, such as group states) also match wire strings whatever their case in :meth:`label`.
-    """
-
-    __slots__ = ("name", "about", "case_insensitive", "_values", "_folded")
-
-    def __init__(self, name: str, about: str, values: Mapping[EnumValue, str], *,
-                 case_insensitive: bool = False) -> None:
-        self.name = name
-        self.about = about
-        self.case_insensitive = case_insensitive
-        self._values: Mapping[EnumValue, str] = MappingProxyType(dict(values))
-        self._folded: Mapping[str, str] = MappingProxyType(
-            {k.casefold(): v for k, v in values.items() if isinstance(k, str)} if case_insensitive else {}
-        )
-
-    def __getitem__(self, value: EnumValue) -> str:
-        return self._values[value]
-
-    def __iter__(self) -> Iterator[EnumValue]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __repr__(self) -> str:
-        return f"EnumTable({self.name!r}, {len(self)} values)"
-
-    def label(self, value: object) -> str | None:
-        """The name for ``value``, or ``None`` when the table does not define it."""
-        if isinstance(value, bool):  # bool is an int subclass; True is not the value 1 of an enum
-            return None
-        if isinstance(value, (int, str)):
-            found = self._values.get(value)
-            if found is None and self.case_insensitive and isinstance(value, str):
-                found = self._folded.get(value.casefold())
-            return found
-        return None
-
-    @property
-    def by_name(self) -> Mapping[str, EnumValue]:
-        """The reverse table: ``NAME -> value``."""
-        return MappingProxyType({v: k for k, v in self._values.items()})
+from .enum_table import EnumTable
 
 
 # --- ACLs (CreateAcls, DescribeAcls, DeleteAcls) -------------------------------------------------------
@@ -301,96 +252,8 @@ ENUMS: Mapping[str, EnumTable] = MappingProxyType({
     )
 })
 
-
-#: Which message fields hold which enum.
-#:
-#: A plain ``"field_name"`` key means the field has that meaning wherever the name occurs. A
-#: ``(message, field_name)`` key restricts it: ``message`` is either an API name ("DescribeConfigs", both
-#: directions) or a full message name ("ListOffsetsRequest", that direction only). Names that mean
-#: different things in different APIs have only qualified keys: ``resource_type`` (ACL numbering in the
-#: *Acls APIs, config numbering in the config APIs), ``timestamp``, ``source`` and ``mechanism`` (an int8
-#: in the SCRAM APIs but a string in SaslHandshake). Array fields (``acknowledge_types``,
-#: ``states_filter``, ...) name the enum of their elements.
-FIELD_ENUMS: Mapping[str | tuple[str, str], EnumTable] = MappingProxyType({
-    # ACL APIs
-    ("CreateAcls", "resource_type"): ACL_RESOURCE_TYPES,
-    ("DescribeAcls", "resource_type"): ACL_RESOURCE_TYPES,
-    ("DeleteAcls", "resource_type"): ACL_RESOURCE_TYPES,
-    "resource_type_filter": ACL_RESOURCE_TYPES,
-    "operation": ACL_OPERATIONS,
-    "permission_type": ACL_PERMISSION_TYPES,
-    "pattern_type": ACL_PATTERN_TYPES,
-    "pattern_type_filter": ACL_PATTERN_TYPES,
-    "resource_pattern_type": ACL_PATTERN_TYPES,
-    # config APIs
-    ("DescribeConfigs", "resource_type"): CONFIG_RESOURCE_TYPES,
-    ("AlterConfigs", "resource_type"): CONFIG_RESOURCE_TYPES,
-    ("IncrementalAlterConfigs", "resource_type"): CONFIG_RESOURCE_TYPES,
-    ("ListConfigResources", "resource_type"): CONFIG_RESOURCE_TYPES,
-    ("ListConfigResources", "resource_types"): CONFIG_RESOURCE_TYPES,
-    ("DescribeConfigs", "source"): CONFIG_SOURCES,
-    "config_source": CONFIG_SOURCES,
-    "config_type": CONFIG_TYPES,
-    "config_operation": ALTER_CONFIG_OP_TYPES,
-    # fetching and offsets
-    "isolation_level": ISOLATION_LEVELS,
-    ("ListOffsetsRequest", "timestamp"): LIST_OFFSETS_TIMESTAMPS,
-    # coordinators, groups, transactions
-    "key_type": COORDINATOR_KEY_TYPES,
-    "group_state": GROUP_STATES,
-    "states_filter": GROUP_STATES,
-    "group_type": GROUP_TYPES,
-    "types_filter": GROUP_TYPES,
-    "transaction_state": TRANSACTION_STATES,
-    "state_filters": TRANSACTION_STATES,
-    "transaction_status": TRANSACTION_STATUSES,
-    # share groups
-    "acknowledge_types": SHARE_ACKNOWLEDGE_TYPES,
-    "delivery_state": SHARE_DELIVERY_STATES,
-    # admin odds and ends
-    "entity_type": QUOTA_ENTITY_TYPES,
-    "match_type": QUOTA_MATCH_TYPES,
-    ("DescribeUserScramCredentials", "mechanism"): SCRAM_MECHANISMS,
-    ("AlterUserScramCredentials", "mechanism"): SCRAM_MECHANISMS,
-    "election_type": ELECTION_TYPES,
-    "upgrade_type": FEATURE_UPGRADE_TYPES,
-    "endpoint_type": ENDPOINT_TYPES,
-    "leader_recovery_state": LEADER_RECOVERY_STATES,
-})
-
-_DIRECTION_SUFFIXES = ("Request", "Response")
-
-
-def field_enum(field: str, message: str | None = None) -> EnumTable | None:
-    """The enum table for ``field`` (snake_case) of ``message``, or ``None``.
-
-    ``message`` may be a full message name ("DescribeConfigsResponse") or an API name
-    ("DescribeConfigs"); qualified entries win over plain ones. Without ``message`` only the plain
-    entries are consulted.
-    """
-    if message:
-        table = FIELD_ENUMS.get((message, field))
-        if table is not None:
-            return table
-        for suffix in _DIRECTION_SUFFIXES:
-            if message.endswith(suffix) and len(message) > len(suffix):
-                table = FIELD_ENUMS.get((message[: -len(suffix)], field))
-                if table is not None:
-                    return table
-    return FIELD_ENUMS.get(field)
-
-
-def enum_name(enum: EnumTable | str, value: object) -> str | None:
-    """The name ``enum`` gives ``value``, or ``None`` if it defines none.
-
-    ``enum`` is a table or a table's name from :data:`ENUMS` (an unknown name raises ``KeyError``).
-    """
-    table = ENUMS[enum] if isinstance(enum, str) else enum
-    return table.label(value)
-
-
 __all__ = [
-    "EnumTable", "ENUMS", "FIELD_ENUMS", "field_enum", "enum_name",
+    "ENUMS",
     "ACL_RESOURCE_TYPES", "ACL_OPERATIONS", "ACL_PERMISSION_TYPES", "ACL_PATTERN_TYPES",
     "CONFIG_RESOURCE_TYPES", "CONFIG_SOURCES", "CONFIG_TYPES", "ALTER_CONFIG_OP_TYPES",
     "ISOLATION_LEVELS", "LIST_OFFSETS_TIMESTAMPS",
