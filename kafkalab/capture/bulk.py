@@ -79,7 +79,7 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
     store = FrameStore(row_columns, objects, extras)
     store.raw = FileBytes(path, store.raw) if path is not None else HeldBytes(data, store.raw)
     if deferred:
-        store.defer(deferred, describe_deferred)
+        store.defer(deferred, describe_response)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
@@ -93,9 +93,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
 
     A generator: it first yields (rows, objects, extras, pairs, inferred_at, analyzer), the containers it
     fills, then the row count at each window's end (a streaming reader takes the rows and clears them).
-    With ``defer``, the Produce and Fetch frames whose description cannot depend on the capture's topic
-    names (see :func:`deferrable`) are cut and paired but not described: their described columns stay None,
-    to be filled by :func:`describe_deferred` when something asks for them (see
+    With ``defer``, the paired Produce and Fetch responses whose description cannot depend on the capture's
+    topic names (see :func:`deferrable`) are cut and paired but not decoded nor described: their described
+    columns stay None, to be filled by :func:`describe_response` when something asks for them (see
     :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
     With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes): the frames
     table's values column by
@@ -176,13 +176,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
                 message, keep = None, False
-                if defer and deferrable(api_key, version, "request"):    # described when asked
-                    code = error = topics = records = summary = notes = topic_ids = None
-                    key = None
-                    deferred.append(index)
-                else:
-                    topics, code, error, records, notes, summary, topic_ids = describe_body(
-                        api_key, api_name, version, "request", body, None, topic_names)
+                topics, code, error, records, notes, summary, topic_ids = describe_body(
+                    api_key, api_name, version, "request", body, None, topic_names)
                 answered = expects_response(api_key, body)
                 if key:                         # small enough to be remembered
                     remember(request_memo, key, "request", (api_key, api_name, version, client_id, size, code,
@@ -212,7 +207,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             correlation_id = (unpack_from(raw, 4)[0] if len(raw) >= 8 else -1) if raw is not None else \
                 _correlation_id(data, where)
             asked = conn.asked.response(correlation_id)
-            if raw is None and (asked is None or not deferrable(asked[2], asked[3], "response")):
+            if raw is None and (asked is None or not deferrable(asked[2], asked[3])):
                 raw = data[where[0]:where[1]] if len(where) == 2 else span_bytes(view, where)
             inferred = False
             parts = None
@@ -225,7 +220,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                     _, api_name, _, _, size, code, error, topics, records, summary, _ = seen
                     topics = list(topics)
                     notes, message, keep, topic_ids = [], None, False, None
-                elif raw is None:               # deferred: described when asked (see describe_deferred)
+                elif raw is None:               # deferred: described when asked (see describe_response)
                     parts = True
                     api_name = size = code = error = topics = records = summary = notes = topic_ids = None
                     message, keep = None, False
@@ -306,30 +301,25 @@ def _correlation_id(data, where: tuple) -> int:
     return _SIZE.unpack_from(buffer, at + 4)[0] if len(buffer) - at >= 8 else -1
 
 
-def deferrable(api_key: int, version: int, kind: str) -> bool:
-    """Whether a frame's describing may wait (see ``_decode``'s ``defer``): a Produce or Fetch request or
-    paired response (the frames the records table reads, and most of a capture's bytes) of a version without
-    topic ids, whose description is the same whatever the capture said before and teaches nothing to the
-    frames after it (see :func:`~kafkalab.dissect.facts.uses_topic_ids`), so that describing it later gives
-    what describing it in the read would have. A request is still decoded in the read (its client id and
-    ``acks`` pair it); a response is not even copied out of the file."""
-    return api_key in RECORDS_APIS and not uses_topic_ids(api_key, kind, version)
+def deferrable(api_key: int, version: int) -> bool:
+    """Whether a paired response's describing may wait: a Produce or Fetch response (the frames the records
+    table reads, and most of a capture's bytes) of a version without topic ids, whose description is the
+    same whatever the capture said before and teaches nothing to the frames after it (see
+    :func:`~kafkalab.dissect.facts.uses_topic_ids`), so describing it later gives what describing it in
+    the read would have."""
+    return api_key in RECORDS_APIS and not uses_topic_ids(api_key, "response", version)
 
 
-def describe_deferred(raw: bytes, kind: str, api_key: int, version: int) -> tuple:
-    """The described values of a frame whose describing was deferred (see :func:`deferrable`), as
-    :func:`_decode` describes it: (api_name, correlation_id, size, error_code, error, topics, record_count,
-    summary, diagnostics, topic_ids, message kept or None). Its parts where they decode (they always do for
-    a deferred request: they did in the read), else the Response."""
-    parts = decoding.request_parts(raw) if kind == "request" else decoding.response_parts(raw, api_key, version)
+def describe_response(raw: bytes, api_key: int, version: int) -> tuple:
+    """The described values of a paired response whose describing was deferred (see :func:`deferrable`),
+    as :func:`_decode` describes one: (api_name, correlation_id, size, error_code, error, topics,
+    record_count, summary, diagnostics, topic_ids, message kept or None)."""
+    parts = decoding.response_parts(raw, api_key, version)
     if parts is not None:
-        if kind == "request":
-            _, api_name, _, correlation_id, _, body, size, _, _ = parts
-        else:
-            api_name, correlation_id, body, size, _, _ = parts
+        api_name, correlation_id, body, size, _, _ = parts
         message, keep = None, False
         topics, code, error, records, notes, summary, topic_ids = describe_body(
-            api_key, api_name, version, kind, body, None, None)
+            api_key, api_name, version, "response", body, None, None)
     else:
         message = decoding.response(raw, api_key, version)
         correlation_id, api_name, body, size = message.correlation_id, message.api_name, message.body, message.size

@@ -50,9 +50,9 @@ class FrameStore:
 
     def defer(self, indexes: list[int], describe) -> None:
         """Leave the described columns of the frames at ``indexes`` (row indexes, in frame order) to be filled
-        when the table, its columns or a Frame are first asked for: ``describe(raw, kind, api_key,
-        api_version)`` gives their values (see :func:`.bulk.describe_deferred`). Until then
-        :attr:`cut_columns` gives what cutting and pairing filled, which is all the records table reads.
+        when the table, its columns or a Frame are first asked for: ``describe(raw, api_key, api_version)``
+        gives their values (see :func:`.bulk.describe_response`). Until then :attr:`cut_columns` gives what
+        cutting and pairing filled, which is all the records table reads.
 
         Why: describing every frame (decoding its body, counting its records, writing its summary) costs
         more than cutting and pairing it, and reading the records table never looks at it."""
@@ -68,14 +68,14 @@ class FrameStore:
             return
         indexes, describe = self._deferred
         columns = self._columns
-        kinds, api_keys, versions = columns["kind"], columns["api_key"], columns["api_version"]
+        api_keys, versions = columns["api_key"], columns["api_version"]
         named = (columns["api_name"], columns["correlation_id"], columns["size"], columns["error_code"],
                  columns["error"], columns["topics"], columns["record_count"], columns["summary"],
                  columns["diagnostics"])
         raw = self.raw
         with (raw.reader() if hasattr(raw, "reader") else nullcontext(raw.__getitem__)) as read:
             for i in indexes:
-                values = describe(read(i), kinds[i], api_keys[i], versions[i])
+                values = describe(read(i), api_keys[i], versions[i])
                 for column, value in zip(named, values):
                     column[i] = value
                 topic_ids, message = values[-2], values[-1]

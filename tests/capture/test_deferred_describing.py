@@ -73,13 +73,13 @@ def test_frames_and_rows_asked_first_describe_the_deferred_frames(captures):
 
 def test_the_records_table_alone_describes_nothing(tmp_path, monkeypatch):
     calls = []
-    describe = bulk.describe_deferred
+    describe = bulk.describe_response
 
     def counted(*args):
         calls.append(args[1:])
         return describe(*args)
 
-    monkeypatch.setattr(bulk, "describe_deferred", counted)
+    monkeypatch.setattr(bulk, "describe_response", counted)
     path = tmp_path / "golden.pcap"
     write_golden_pcap(path, mss=700)
     capture = read_capture(path)
@@ -92,7 +92,7 @@ def test_the_records_table_alone_describes_nothing(tmp_path, monkeypatch):
     assert capture._store.described
     assert len(calls) == len(deferred)            # each deferred frame described once, when the table was asked
     described = frames.iloc[deferred]
-    assert set(described["api_key"]) <= {0, 1} and set(described["kind"]) == {"request", "response"}
+    assert set(described["api_key"]) <= {0, 1} and set(described["kind"]) == {"response"}
     assert described["summary"].str.len().min() > 0 and described["api_name"].notna().all()
     capture.exchanges
     assert len(calls) == len(deferred)
