@@ -7,7 +7,9 @@ table's columns (no Frame object is made); an irregular connection's packet goes
 sequence, so the two kinds interleave exactly as in a single general run. At each window's end it gives the
 rows made so far to its reader: :func:`read_bulk` keeps them all (a :class:`FrameStore`: the frames table,
 each frame's place in the file and the few objects that cannot be made again; Frame objects are made on
-first access), :class:`.engine.FrameStream` turns them into Frames and lets them go.
+first access), :class:`.engine.FrameStream` turns them into Frames and lets them go. :func:`read_bulk`
+also leaves most Produce and Fetch responses undescribed (not even copied out of the file) until the frames
+table, a row or a Frame is asked for (see :func:`deferrable`): the records table never needs them described.
 
 When the engine declines a file (gzip, a file object, IPv6 or VLAN-tagged TCP, IP fragments, a damaged
 file, a connection reusing a 5-tuple), :func:`read_bulk` returns None and the general pipeline reads the
@@ -98,11 +100,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     columns stay None, to be filled by :func:`describe_response` when something asks for them (see
     :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
     With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes): the frames
-    table's values column by
-    column (the row layout, R_FRAME to R_OFFSET; each frame's values are one tuple until the columns are
-    made at the end),
-    the general pipeline's Frame objects by index (their column values are placeholders until
-    :class:`FrameStore` fills them in), and index -> (kept message, topic ids) where either is set."""
+    table's values column by column (the row layout, R_FRAME to R_OFFSET; each frame's values are one tuple
+    until the columns are made at the end), the general pipeline's Frame objects by index (their column
+    values are placeholders until :class:`FrameStore` fills them in), and index -> (kept message, topic ids)
+    where either is set."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests

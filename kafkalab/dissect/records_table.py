@@ -10,8 +10,10 @@ objects, and their rows are put where those batches were. The Arrow table and th
 columns (neither copies the other's numbers).
 
 Input: frame-like objects with ``frame``, ``kind``, ``api_key``, ``api_version``, ``raw``, ``topic_ids``,
-``record_count`` (to size the columns) and ``response_frame`` (a :class:`~kafkalab.dissect.frame.Frame` or a
-lighter stand-in); ``body`` is read only where the raw bytes do not decode.
+``record_count`` (to size the columns; None where the frame's describing was deferred: the columns are
+then reserved from the first pass's records, see ``_Builder._expected``) and ``response_frame`` (a
+:class:`~kafkalab.dissect.frame.Frame` or a lighter stand-in); ``body`` is read only where the raw bytes do
+not decode.
 """
 from __future__ import annotations
 
