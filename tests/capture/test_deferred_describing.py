@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import kafkalab.capture.bulk as bulk
+import kafkalab.capture.capture as capture_module
 from kafkalab.capture import read_capture
 
 from tests.capture.builders import write_golden_pcap
@@ -43,6 +44,15 @@ def captures(tmp_path_factory):
 ORDERS = [("records", "frames", "exchanges", "connections"), ("connections", "records", "exchanges", "frames")]
 
 
+def _described_in_the_read(path):
+    """The capture as read with every frame described during the read (the general pipeline)."""
+    capture_module.BULK = False
+    try:
+        return read_capture(path)
+    finally:
+        capture_module.BULK = True
+
+
 @pytest.mark.parametrize("order", ORDERS)
 def test_tables_are_the_same_whatever_is_asked_first(captures, order):
     deferred_somewhere = False
@@ -56,6 +66,9 @@ def test_tables_are_the_same_whatever_is_asked_first(captures, order):
             pd.testing.assert_frame_equal(asked_first[name], usual[name], obj=f"{path.name} {name}")
         assert _frames(first) == _frames(fresh)
         assert first._analyzer.topic_names == fresh._analyzer.topic_names
+        eager = _described_in_the_read(path)
+        pd.testing.assert_frame_equal(asked_first["frames"], eager.frames, obj=f"{path.name} frames")
+        pd.testing.assert_frame_equal(asked_first["records"], eager.records, obj=f"{path.name} records")
     assert deferred_somewhere                   # the captures do have frames whose describing waits
 
 
