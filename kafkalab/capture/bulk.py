@@ -7,7 +7,9 @@ table's columns (no Frame object is made); an irregular connection's packet goes
 sequence, so the two kinds interleave exactly as in a single general run. At each window's end it gives the
 rows made so far to its reader: :func:`read_bulk` keeps them all (a :class:`FrameStore`: the frames table,
 each frame's place in the file and the few objects that cannot be made again; Frame objects are made on
-first access), :class:`.engine.FrameStream` turns them into Frames and lets them go.
+first access), :class:`.engine.FrameStream` turns them into Frames and lets them go. :func:`read_bulk`
+also leaves most Produce and Fetch responses undescribed (not even copied out of the file) until the frames
+table, a row or a Frame is asked for (see :func:`deferrable`): the records table never needs them described.
 
 When the engine declines a file (gzip, a file object, IPv6 or VLAN-tagged TCP, IP fragments, a damaged
 file, a connection reusing a 5-tuple), :func:`read_bulk` returns None and the general pipeline reads the
@@ -20,7 +22,9 @@ import struct
 from typing import Iterable
 
 from kafkalab.dissect import decoding
+from kafkalab.dissect.facts import uses_topic_ids
 from kafkalab.dissect.frame import describe, describe_body
+from kafkalab.dissect.records_table import APIS as RECORDS_APIS
 from kafkalab.dissect.repeats import Repeats, request_key, response_key
 from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
@@ -30,7 +34,7 @@ from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import (R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore,
                           HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
-from .segments import span_bytes
+from .segments import span_bytes, span_head
 from .streams import Conn
 
 _SIZE = struct.Struct(">i")
@@ -44,7 +48,7 @@ def read_bulk(source, ports: Iterable[int] | None = None):
     if data is None:
         return None
     try:
-        return _read(data, ports, source)
+        return _read(data, ports, source, defer=True)
     except Bail:
         return None
 
@@ -57,7 +61,7 @@ def read_index(index, data, ports: Iterable[int] | None):
     return _read(data, ports, None, [index])
 
 
-def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None):
+def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, defer: bool = False):
     from .analyzer import DEFAULT_PORTS
     from .capture import Capture
 
@@ -65,17 +69,19 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None):
     conns, windows, packets = plan(data, kafka_ports, keep=True, indexes=indexes)
     columns, packet_conn = [[] for _ in range(11)], []
     events = window_events(data, conns, kafka_ports, windows, columns, packet_conn)
-    decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True)
+    decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True, defer=defer)
     next(decoder)
     try:
         while True:
             next(decoder)
     except StopIteration as done:
-        row_columns, objects, extras, analyzer = done.value
+        row_columns, objects, extras, analyzer, deferred = done.value
     del events, packet_conn, columns, windows
     analyzer.packet_count = packets
     store = FrameStore(row_columns, objects, extras)
     store.raw = FileBytes(path, store.raw) if path is not None else HeldBytes(data, store.raw)
+    if deferred:
+        store.defer(deferred, describe_response)
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
@@ -83,17 +89,21 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None):
 
 
 def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], events: Iterable,
-            kafka_ports: frozenset, whole: bool = True):
+            kafka_ports: frozenset, whole: bool = True, defer: bool = False):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
 
     A generator: it first yields (rows, objects, extras, pairs, inferred_at, analyzer), the containers it
     fills, then the row count at each window's end (a streaming reader takes the rows and clears them).
-    With ``whole`` it returns (row columns, objects, extras, analyzer): the frames table's values column by
-    column (the row layout, R_FRAME to R_OFFSET; each frame's values are one tuple until the columns are
-    made at the end),
-    the general pipeline's Frame objects by index (their column values are placeholders until
-    :class:`FrameStore` fills them in), and index -> (kept message, topic ids) where either is set."""
+    With ``defer``, the paired Produce and Fetch responses whose description cannot depend on the capture's
+    topic names (see :func:`deferrable`) are cut and paired but not decoded nor described: their described
+    columns stay None, to be filled by :func:`describe_response` when something asks for them (see
+    :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
+    With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes): the frames
+    table's values column by column (the row layout, R_FRAME to R_OFFSET; each frame's values are one tuple
+    until the columns are made at the end), the general pipeline's Frame objects by index (their column
+    values are placeholders until :class:`FrameStore` fills them in), and index -> (kept message, topic ids)
+    where either is set."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
@@ -106,6 +116,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     extras: dict[int, tuple] = {}
     pairs: list[tuple] = []                     # (request index, response index, latency)
     inferred_at: list[int] = []
+    deferred: list[int] = []                    # rows whose describing waits (see ``defer``)
     latencies: dict[float, float] = {}          # seconds between request and response -> latency_ms
     count = 0
     index = 0                                   # next row
@@ -145,14 +156,14 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             continue
         if len(frame) == 6:
             i, conn, side, offset, start, end = frame
-            raw = data[start:end]
+            raw = data[start:end] if not defer or side == conn.client else None    # None: copied when needed
             where = (start, end)
             if start > let_go:                  # the pages read so far are let go (see pcap.index.release)
                 release(data, start)
                 let_go = start + WINDOW
         else:
             i, conn, side, offset, _, _, where = frame
-            raw = span_bytes(view, where)
+            raw = span_bytes(view, where) if not defer or side == conn.client else None
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
@@ -194,19 +205,27 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             if client_id and client_id not in conn.client_ids:
                 conn.client_ids.append(client_id)
         else:
-            correlation_id = unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
+            correlation_id = (unpack_from(raw, 4)[0] if len(raw) >= 8 else -1) if raw is not None else \
+                _correlation_id(data, where)
             asked = conn.asked.response(correlation_id)
+            if raw is None and (asked is None or not deferrable(asked[2], asked[3])):
+                raw = data[where[0]:where[1]] if len(where) == 2 else span_bytes(view, where)
             inferred = False
             parts = None
             if asked is not None:
                 api_key, version, client_id = asked[2], asked[3], asked[4]
-                key = response_key(raw, api_key, version)
+                key = response_key(raw, api_key, version) if raw is not None else None
                 seen = response_memo.get(key)
                 if seen is not None:
                     parts = True
                     _, api_name, _, _, size, code, error, topics, records, summary, _ = seen
                     topics = list(topics)
                     notes, message, keep, topic_ids = [], None, False, None
+                elif raw is None:               # deferred: described when asked (see describe_response)
+                    parts = True
+                    api_name = size = code = error = topics = records = summary = notes = topic_ids = None
+                    message, keep = None, False
+                    deferred.append(index)
                 elif (parts := response_parts(raw, api_key, version)) is not None:  # no Response object made
                     api_name, correlation_id, body, size, _, _ = parts
                     message, keep = None, False
@@ -270,7 +289,45 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     dense[R_RESPONSE_FRAME] = response_frames
     dense[R_LATENCY] = latency_column
     dense[R_INFERRED] = inferred_column
-    return dense, objects, extras, analyzer
+    return dense, objects, extras, analyzer, deferred
+
+
+def _correlation_id(data, where: tuple) -> int:
+    """The correlation id of the response at ``where`` (a place as in the frames' rows), read where it lies
+    (-1 when the frame is shorter than its header)."""
+    if len(where) == 2:
+        start, end = where
+        return _SIZE.unpack_from(data, start + 4)[0] if end - start >= 8 else -1
+    buffer, at = span_head(data, where, 8)
+    return _SIZE.unpack_from(buffer, at + 4)[0] if len(buffer) - at >= 8 else -1
+
+
+def deferrable(api_key: int, version: int) -> bool:
+    """Whether a paired response's describing may wait: a Produce or Fetch response (the frames the records
+    table reads, and most of a capture's bytes) of a version without topic ids, whose description is the
+    same whatever the capture said before and teaches nothing to the frames after it (see
+    :func:`~kafkalab.dissect.facts.uses_topic_ids`), so describing it later gives what describing it in
+    the read would have."""
+    return api_key in RECORDS_APIS and not uses_topic_ids(api_key, "response", version)
+
+
+def describe_response(raw: bytes, api_key: int, version: int) -> tuple:
+    """The described values of a paired response whose describing was deferred (see :func:`deferrable`),
+    as :func:`_decode` describes one: (api_name, correlation_id, size, error_code, error, topics,
+    record_count, summary, diagnostics, topic_ids, message kept or None)."""
+    parts = decoding.response_parts(raw, api_key, version)
+    if parts is not None:
+        api_name, correlation_id, body, size, _, _ = parts
+        message, keep = None, False
+        topics, code, error, records, notes, summary, topic_ids = describe_body(
+            api_key, api_name, version, "response", body, None, None)
+    else:
+        message = decoding.response(raw, api_key, version)
+        correlation_id, api_name, body, size = message.correlation_id, message.api_name, message.body, message.size
+        keep = api_key in _KEEP_MESSAGES or body is None
+        topics, code, error, records, notes, summary, topic_ids = describe(message, None, not keep)
+    return (api_name, correlation_id, size, code, error, topics, records, summary, notes, topic_ids,
+            message if keep else None)
 
 
 def _ip_name(value: int, names: dict[int, str]) -> str:

@@ -4,7 +4,7 @@ rows stage fills (see :mod:`.bulk`); :class:`FileBytes`, the frames' bytes left 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 # row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frame._ROW_FIELDS), then extras
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
@@ -41,11 +41,54 @@ class FrameStore:
         self.offsets = _packed("q", columns[R_OFFSET])
         self.extras: dict[int, tuple] = extras or {}     # index -> (message, topic_ids) where either is set
         self._table = None
+        self._deferred: tuple | None = None     # (row indexes, describe) of frames described when first asked
 
     @classmethod
     def of_frames(cls, frames: list) -> FrameStore:
         """A store of Frames the general pipeline made (their values as they are now)."""
         return cls([[None] * len(frames) for _ in range(R_OFFSET + 1)], dict(enumerate(frames)))
+
+    def defer(self, indexes: list[int], describe) -> None:
+        """Leave the described columns of the frames at ``indexes`` (row indexes, in frame order) to be filled
+        when the table, its columns or a Frame are first asked for: ``describe(raw, api_key, api_version)``
+        gives their values (see :func:`.bulk.describe_response`). Until then :attr:`cut_columns` gives what
+        cutting and pairing filled, which is all the records table reads.
+
+        Why: describing every frame (decoding its body, counting its records, writing its summary) costs
+        more than cutting and pairing it, and reading the records table never looks at it."""
+        self._deferred = (indexes, describe)
+
+    @property
+    def described(self) -> bool:
+        """Whether every frame's described columns are filled (nothing deferred is left)."""
+        return self._deferred is None
+
+    def _describe_deferred(self) -> None:
+        if self._deferred is None:
+            return
+        indexes, describe = self._deferred
+        columns = self._columns
+        api_keys, versions = columns["api_key"], columns["api_version"]
+        named = (columns["api_name"], columns["correlation_id"], columns["size"], columns["error_code"],
+                 columns["error"], columns["topics"], columns["record_count"], columns["summary"],
+                 columns["diagnostics"])
+        raw = self.raw
+        with (raw.reader() if hasattr(raw, "reader") else nullcontext(raw.__getitem__)) as read:
+            for i in indexes:
+                values = describe(read(i), api_keys[i], versions[i])
+                for column, value in zip(named, values):
+                    column[i] = value
+                topic_ids, message = values[-2], values[-1]
+                if message is not None or topic_ids is not None:
+                    self.extras[i] = (message, topic_ids)
+        self._deferred = None
+
+    @property
+    def cut_columns(self) -> dict[str, list]:
+        """The table's columns as :attr:`columns` gives them, but without describing deferred frames (see
+        :meth:`defer`): their described columns (api_name, size, error_code, topics, record_count,
+        summary...) may be None; frame, stream, ends, kind, api_key, api_version and pairing are filled."""
+        return self._columns if self._columns is not None else self.columns
 
     @property
     def table(self):
@@ -53,6 +96,7 @@ class FrameStore:
         then (a table holds its values far more compactly) and made again from it if ever needed; the
         command line writes from the plain columns and never builds the table (nor imports pandas)."""
         if self._table is None:
+            self._describe_deferred()
             from kafkalab.dissect.frame import columns_table
 
             self._table = columns_table(self._columns)
@@ -62,6 +106,7 @@ class FrameStore:
     @property
     def columns(self) -> dict[str, list]:
         """The table's columns as Python values (nulls as None), ``ts`` in epoch seconds."""
+        self._describe_deferred()
         if self._columns is None:
             from kafkalab.dissect.frame import ROW_FIELDS
 

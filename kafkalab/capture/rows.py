@@ -76,7 +76,7 @@ def record_sources(store):
     while the capture file is open for reading their bytes (none is held longer than the table needs it)."""
     from kafkalab.dissect.records_table import APIS
 
-    columns = store.columns
+    columns = store.cut_columns             # deferred frames stay undescribed (see FrameStore.defer)
     extras = store.extras
     raw = store.raw
     api_keys = columns["api_key"]

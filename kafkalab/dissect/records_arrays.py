@@ -300,13 +300,18 @@ class Rows:
     frames' record counts) so that, usually, nothing is ever copied again: joining pieces at the end would
     hold every column twice for a moment, and what a process lets go of is not given back to the system."""
 
-    def __init__(self, expected: int = 0) -> None:
+    def __init__(self, expected: int = 0, reserve: bool = False) -> None:
+        """With ``reserve``, ``expected`` is an upper estimate, not a count: the columns are reserved (address
+        space that holds no memory until rows are written to it), so that reserving too much costs nothing
+        and the columns are never copied at the end."""
         self.capacity = max(int(expected), 1024)
         self.size = 0
         self.heavy: list = []
-        self.values = {name: np.empty(self.capacity, dtype=spec.numpy_dtype(TYPES[name])) for name in NUMBERS}
+        self.reserved = reserve
+        empty = _reserved if reserve else np.empty
+        self.values = {name: empty(self.capacity, dtype=spec.numpy_dtype(TYPES[name])) for name in NUMBERS}
         self.valid: dict[str, np.ndarray] = {}            # only columns that have had a null
-        self.codes = {name: np.empty(self.capacity, dtype=np.int32) for name in TEXT}
+        self.codes = {name: empty(self.capacity, dtype=np.int32) for name in TEXT}
 
     def add(self, part: Part) -> None:
         n = part.heavy.num_rows
@@ -339,11 +344,20 @@ class Rows:
         n = self.size
 
         def cut(array):
-            return array[:n] if n >= 0.8 * len(array) else array[:n].copy()
+            return array[:n] if n >= 0.8 * len(array) or self.reserved else array[:n].copy()
 
         numbers = {name: (cut(self.values[name]), cut(self.valid[name]) if name in self.valid else None)
                    for name in NUMBERS}
         return Joined(self.heavy, numbers, {name: cut(self.codes[name]) for name in TEXT}, list(vocab.words))
+
+
+def _reserved(capacity: int, dtype) -> np.ndarray:
+    """An array of ``capacity`` items over fresh anonymous memory: pages the rows never reach are never
+    part of the process's memory (a heap block may be memory used before)."""
+    import mmap
+
+    dtype = np.dtype(dtype)
+    return np.frombuffer(mmap.mmap(-1, max(capacity * dtype.itemsize, 1)), dtype=dtype, count=capacity)
 
 
 def to_arrow(joined: Joined):

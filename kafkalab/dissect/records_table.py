@@ -10,8 +10,10 @@ objects, and their rows are put where those batches were. The Arrow table and th
 columns (neither copies the other's numbers).
 
 Input: frame-like objects with ``frame``, ``kind``, ``api_key``, ``api_version``, ``raw``, ``topic_ids``,
-``record_count`` (to size the columns) and ``response_frame`` (a :class:`~kafkalab.dissect.frame.Frame` or a
-lighter stand-in); ``body`` is read only where the raw bytes do not decode.
+``record_count`` (to size the columns; None where the frame's describing was deferred: the columns are
+then reserved from the first pass's records, see ``_Builder._expected``) and ``response_frame`` (a
+:class:`~kafkalab.dissect.frame.Frame` or a lighter stand-in); ``body`` is read only where the raw bytes do
+not decode.
 """
 from __future__ import annotations
 
@@ -51,8 +53,10 @@ def _read(frames: Iterable):
     by_number = {f.frame: f for f in frames}
     wanted = [f for f in frames if (f.kind == "request" and f.api_key == PRODUCE) or
               (f.kind == "response" and f.api_key == FETCH)]
-    builder = _Builder(sum(getattr(f, "record_count", 0) or 0 for f in wanted))
+    counts = [getattr(f, "record_count", 0) for f in wanted]
+    builder = _Builder(sum(count or 0 for count in counts), len(wanted) if None in counts else 0)
     for frame in wanted:
+        builder.frames_read += 1
         body = _body(frame)
         if not body:
             continue
@@ -148,7 +152,7 @@ def _base_offsets(response) -> dict[tuple[str, int], int]:
 class _Builder:
     """Gathers batches of many record sets and turns them into Arrow record batches, in order."""
 
-    def __init__(self, expected: int = 0) -> None:
+    def __init__(self, expected: int = 0, frames: int = 0) -> None:
         self.batches = Batches.empty()
         self.contexts: list[tuple] = []       # (frame, kind, topic, partition, produce base offset or None)
         self.objects: list[tuple] = []        # (sequence, context, object)
@@ -156,6 +160,8 @@ class _Builder:
         self.rows = None                      # records_arrays.Rows: what the passes gave
         self.vocab = None
         self.expected = expected              # records expected in all (the frames' record counts)
+        self.frames = frames                  # frames to read, where some frames' counts are unknown (else 0)
+        self.frames_read = 0
         self.budget = (None, None)            # (frame, what its record sets may still cost together)
 
     def add(self, frame: int, kind: str, topic, partition, base, data) -> None:
@@ -187,12 +193,23 @@ class _Builder:
         from . import records_arrays as arrays
 
         if self.vocab is None:
-            self.vocab, self.rows = arrays.Vocabulary(), arrays.Rows(self.expected)
+            self.vocab = arrays.Vocabulary()
         part = arrays.fast_rows(self.batches, read_columns(self.batches), self.contexts, self.objects, self.vocab)
+        if self.rows is None:
+            self.rows = arrays.Rows(*self._expected(part.heavy.num_rows if part is not None else 0))
         if part is not None:
             self.rows.add(part)
         self.batches = Batches.empty(self.batches.region)
         self.objects = []
+
+    def _expected(self, first: int) -> tuple[int, bool]:
+        """(records, reserve) to size the table's columns for (see ``records_arrays.Rows``): the frames' record
+        counts, or where some are unknown (frames whose describing was deferred, see ``FrameStore.defer``),
+        twice the first pass's records spread over every frame, reserved: growing the columns later would
+        hold them twice for a moment."""
+        if not self.frames:
+            return self.expected, False
+        return max(self.expected, int(2 * first * self.frames / max(self.frames_read, 1))), True
 
     def joined(self):
         """Every part gathered so far, one array per column (the parts are let go)."""

@@ -1,0 +1,111 @@
+"""Deferred describing (``FrameStore.defer``): a capture file read whole leaves its Produce and Fetch responses
+undescribed until something asks for their described columns. The records table must not describe them, and
+every table (frames, exchanges, records, connections), Frame and row must be the same whatever is asked first."""
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+import pytest
+
+import kafkalab.capture.bulk as bulk
+import kafkalab.capture.capture as capture_module
+from kafkalab.capture import read_capture
+
+from tests.capture.builders import write_golden_pcap
+from tests.capture.test_bulk_reader import CAPTURES, make_capture
+
+
+def _captures(tmp_path):
+    golden = tmp_path / "golden.pcap"
+    write_golden_pcap(golden, mss=700)
+    paths = [golden, *sorted(CAPTURES.glob("*.pcap"))]
+    for seed in range(12):
+        path = tmp_path / f"random{seed}.pcap"
+        path.write_bytes(make_capture(random.Random(seed))[0])
+        paths.append(path)
+    return paths
+
+
+def _tables(capture, order):
+    return {name: getattr(capture, name) for name in order}
+
+
+def _frames(capture):
+    return [(f.row(), f.raw, f.stream_offset, f.topic_ids, f.body, f.inferred, f.message.diagnostics)
+            for f in capture]
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory):
+    return _captures(tmp_path_factory.mktemp("deferred"))
+
+
+ORDERS = [("records", "frames", "exchanges", "connections"), ("connections", "records", "exchanges", "frames")]
+
+
+def _described_in_the_read(path):
+    """The capture as read with every frame described during the read (the general pipeline)."""
+    capture_module.BULK = False
+    try:
+        return read_capture(path)
+    finally:
+        capture_module.BULK = True
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_tables_are_the_same_whatever_is_asked_first(captures, order):
+    deferred_somewhere = False
+    for path in captures:
+        first = read_capture(path)
+        deferred_somewhere |= not first._store.described
+        asked_first = _tables(first, order)
+        fresh = read_capture(path)
+        usual = _tables(fresh, ("frames", "exchanges", "connections", "records"))
+        for name in order:
+            pd.testing.assert_frame_equal(asked_first[name], usual[name], obj=f"{path.name} {name}")
+        assert _frames(first) == _frames(fresh)
+        assert first._analyzer.topic_names == fresh._analyzer.topic_names
+        eager = _described_in_the_read(path)
+        pd.testing.assert_frame_equal(asked_first["frames"], eager.frames, obj=f"{path.name} frames")
+        pd.testing.assert_frame_equal(asked_first["records"], eager.records, obj=f"{path.name} records")
+    assert deferred_somewhere                   # the captures do have frames whose describing waits
+
+
+def test_frames_and_rows_asked_first_describe_the_deferred_frames(captures):
+    for path in captures:
+        usual = read_capture(path)
+        table = usual.frames
+        by_frame = read_capture(path)
+        assert [by_frame[n].row() for n in range(1, len(by_frame) + 1)] == [f.row() for f in usual]
+        by_rows = read_capture(path)
+        assert [tuple(row) for row in by_rows.rows()] == [tuple(row) for row in usual.rows()]
+        by_filter = read_capture(path)
+        pd.testing.assert_frame_equal(by_filter.filter("record_count >= 0"), table)
+
+
+def test_the_records_table_alone_describes_nothing(tmp_path, monkeypatch):
+    calls = []
+    describe = bulk.describe_response
+
+    def counted(*args):
+        calls.append(args[1:])
+        return describe(*args)
+
+    monkeypatch.setattr(bulk, "describe_response", counted)
+    path = tmp_path / "golden.pcap"
+    write_golden_pcap(path, mss=700)
+    capture = read_capture(path)
+    deferred = list(capture._store._deferred[0])
+    assert deferred and not capture._store.described
+    records = capture.records
+    assert len(records) and calls == []
+    assert not capture._store.described
+    frames = capture.frames
+    assert capture._store.described
+    assert len(calls) == len(deferred)            # each deferred frame described once, when the table was asked
+    described = frames.iloc[deferred]
+    assert set(described["api_key"]) <= {0, 1} and set(described["kind"]) == {"response"}
+    assert described["summary"].str.len().min() > 0 and described["api_name"].notna().all()
+    capture.exchanges
+    assert len(calls) == len(deferred)
