@@ -21,7 +21,7 @@ from typing import Iterable
 
 from kafkalab.dissect import decoding
 from kafkalab.dissect.frame import describe, describe_body
-from kafkalab.dissect.repeats import Repeats, request_key, response_key
+from kafkalab.dissect.repeats import MEMO_BYTES, Repeats
 from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
@@ -117,7 +117,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     view = memoryview(data)
     let_go = WINDOW
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
-    request_memo, response_memo, remember = repeats.requests, repeats.responses, repeats.remember
+    seen_request, seen_response = repeats.request, repeats.response
+    remember_request, remember_response = repeats.remember_request, repeats.remember_response
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
     yield rows, objects, extras, pairs, inferred_at, analyzer
     for frame in events:
@@ -156,12 +157,11 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
-            key = request_key(raw)
-            seen = request_memo.get(key)
-            if seen is not None:                # the same request as before, but for its correlation id
-                api_key, api_name, version, client_id, size, code, error, topics, records, summary, answered = seen
+            seen = seen_request(raw)
+            if seen is not None:                # described as a request seen before (but for offsets...)
+                (api_key, api_name, version, code, error, topics, records, summary, answered, correlation_id,
+                 client_id, size) = seen
                 topics = list(topics)
-                correlation_id = unpack_from(raw, 8)[0]
                 notes, message, keep, topic_ids = [], None, False, None
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
@@ -169,9 +169,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 topics, code, error, records, notes, summary, topic_ids = describe_body(
                     api_key, api_name, version, "request", body, None, topic_names)
                 answered = expects_response(api_key, body)
-                if key:                         # small enough to be remembered
-                    remember(request_memo, key, "request", (api_key, api_name, version, client_id, size, code,
-                                                             error, tuple(topics), records, summary, answered), notes)
+                if size <= MEMO_BYTES:          # small enough to be remembered
+                    remember_request(raw, (api_key, api_name, version, code, error, tuple(topics), records, summary,
+                                           answered), notes)
             else:
                 message = request(raw)
                 api_key, version, correlation_id = message.api_key, message.api_version, message.correlation_id
@@ -200,11 +200,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             parts = None
             if asked is not None:
                 api_key, version, client_id = asked[2], asked[3], asked[4]
-                key = response_key(raw, api_key, version)
-                seen = response_memo.get(key)
+                seen = seen_response(raw, api_key, version)
                 if seen is not None:
                     parts = True
-                    _, api_name, _, _, size, code, error, topics, records, summary, _ = seen
+                    _, api_name, _, code, error, topics, records, summary, _, _, _, size = seen
                     topics = list(topics)
                     notes, message, keep, topic_ids = [], None, False, None
                 elif (parts := response_parts(raw, api_key, version)) is not None:  # no Response object made
@@ -212,9 +211,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                     message, keep = None, False
                     topics, code, error, records, notes, summary, topic_ids = describe_body(
                         api_key, api_name, version, "response", body, None, topic_names)
-                    if key:
-                        remember(response_memo, key, "response", (api_key, api_name, version, None, size, code,
-                                                                   error, tuple(topics), records, summary, True), notes)
+                    if size <= MEMO_BYTES:
+                        remember_response(raw, (api_key, api_name, version, code, error, tuple(topics), records,
+                                                summary, True), notes)
                 else:
                     message = response(raw, api_key, version)
             else:
