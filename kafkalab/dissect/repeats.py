@@ -9,7 +9,8 @@ correlation id; an idle consumer's fetches, its offset commits and a producer's 
 but for offsets, again and again; and decoding and describing them is most of what a capture reader does per
 frame. A description is reused only where it depends on nothing but those bytes: frames whose body is at
 most ``MEMO_BYTES`` bytes, without diagnostics, of message versions without topic ids (whose description
-depends on the topic names learnt so far). The header's own columns (correlation id, client id, size) are
+depends on the topic names learnt so far). Frames carrying records are not remembered: their batches are
+new data every time, so such a frame would only take a place in the memo. The header's own columns (correlation id, client id, size) are
 read from each frame. The bulk reader keeps one :class:`Repeats` per capture; what it gives is exactly what
 decoding would give (see :mod:`.shapes` for why). (The packet-by-packet reader makes a Frame object per
 frame anyway; there, remembering measured no faster on the bench's chatty capture.)
@@ -45,8 +46,8 @@ class Repeats:
     __slots__ = ("requests", "responses", "entries", "learnt")
 
     def __init__(self) -> None:
-        #: a request's first 8 bytes and its client id's length -> (where its region starts, where its client
-        #: id ends or 0 for none, its length, shapes)
+        #: a request's first 8 bytes and its client id's length -> (where its client id ends or 0 for none,
+        #: its length, shapes: all frames with those bytes have their region at one place)
         self.requests: dict[bytes, tuple] = {}
         self.responses: dict[tuple, list[Shape]] = {}    # (api_key, version, region length) -> shapes
         self.entries = 0
@@ -59,12 +60,11 @@ class Repeats:
         known = self.requests.get(raw[:8] + raw[12:14])
         if known is None:
             return None
-        start, named, length, shapes = known
+        named, length, shapes = known
         if len(raw) != length:
             return None
-        region = raw[start:]
         for shape in shapes:
-            key = shape.key(region)
+            key = shape.key(raw)
             if key is not None:
                 seen = shape.memo.get(key)
                 if seen is not None:
@@ -85,9 +85,8 @@ class Repeats:
         if shapes is not None:
             size, correlation_id = _RESPONSE_HEAD.unpack_from(raw, 0)
             if size == len(raw) - 4:
-                region = raw[8:]
                 for shape in shapes:
-                    key = shape.key(region)
+                    key = shape.key(raw)
                     if key is not None:
                         seen = shape.memo.get(key)
                         if seen is not None:
@@ -97,7 +96,7 @@ class Repeats:
     def remember_request(self, raw: bytes, description: tuple, diagnostics: list) -> None:
         """Keep ``description`` (see ``DESCRIPTION``) of the request ``raw``, decoded as usual, if it may be
         reused (see the module docstring)."""
-        if diagnostics or self.entries >= MEMO_ENTRIES or len(raw) > MEMO_BYTES + 64:
+        if diagnostics or description[6] or self.entries >= MEMO_ENTRIES or len(raw) > MEMO_BYTES + 64:
             return
         api_key, version = description[0], description[2]
         if api_key == API_VERSIONS or uses_topic_ids(api_key, "request", version):
@@ -113,12 +112,12 @@ class Repeats:
         header = raw[:8] + raw[12:14]
         known = self.requests.get(header)
         if known is None:
-            known = self.requests[header] = (start, named, len(raw), [])
-        self._remember(known[3], raw, start, "request", api_key, version, description)
+            known = self.requests[header] = (named, len(raw), [])
+        self._remember(known[2], raw, start, "request", api_key, version, description)
 
     def remember_response(self, raw: bytes, description: tuple, diagnostics: list) -> None:
         """:meth:`remember_request` for a response."""
-        if diagnostics or self.entries >= MEMO_ENTRIES or not 8 <= len(raw) <= MEMO_BYTES + 8:
+        if diagnostics or description[6] or self.entries >= MEMO_ENTRIES or not 8 <= len(raw) <= MEMO_BYTES + 8:
             return
         api_key, version = description[0], description[2]
         if api_key != API_VERSIONS and not uses_topic_ids(api_key, "response", version):
@@ -129,9 +128,8 @@ class Repeats:
 
     def _remember(self, shapes: list, raw: bytes, start: int, kind: str, api_key: int, version: int,
                   description: tuple) -> None:
-        region = raw[start:]
         for shape in shapes:
-            if shape.fits(region):
+            if shape.fits(raw):
                 break
         else:
             if len(shapes) >= SHAPES_PER_LENGTH or self.learnt >= LEARNT:
@@ -141,7 +139,7 @@ class Repeats:
             if shape is None:
                 return
             shapes.append(shape)
-        key = shape.key(region)
+        key = shape.key(raw)
         if key is not None and key not in shape.memo:
             shape.memo[key] = description
             self.entries += 1

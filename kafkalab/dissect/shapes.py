@@ -41,30 +41,31 @@ BLOBS = frozenset({"bytes", "nullable_bytes", "compact_bytes", "compact_nullable
 
 class Shape:
     """A layout of one message version at one length, as ranges of the frame's *region* (the bytes after
-    the header for a request, after the correlation id for a response). ``memo`` holds the descriptions
-    remembered for frames of this shape, by :meth:`key`."""
+    the header for a request, after the correlation id for a response), given as positions in the frame.
+    ``memo`` holds the descriptions remembered for frames of this shape, by :meth:`key`."""
 
     __slots__ = ("structure", "_structure", "_key", "_texts", "memo")
 
-    def __init__(self, region: bytes, structure: list[tuple[int, int]], unread: list[tuple[int, int]],
+    def __init__(self, raw: bytes, start: int, structure: list[tuple[int, int]], unread: list[tuple[int, int]],
                  texts: list[tuple[int, int]]) -> None:
         self._structure = _getter(structure)
-        self.structure = self._structure(region)
-        self._key = _getter(_complement(unread, len(region)))
+        self.structure = self._structure(raw)
+        self._key = _getter(_complement(unread, start, len(raw)))
         self._texts = tuple(slice(a, b) for a, b in texts)
         self.memo: dict = {}
 
-    def fits(self, region: bytes) -> bool:
-        """Whether ``region`` (of this shape's length) has this layout: its structure bytes are the same."""
-        return self._structure(region) == self.structure
+    def fits(self, raw: bytes) -> bool:
+        """Whether the frame ``raw`` (of this shape's length and region start) has this layout: its structure
+        bytes are the same."""
+        return self._structure(raw) == self.structure
 
-    def key(self, region: bytes):
-        """``region`` without the values a description does not read (every other byte, structure included,
-        so equal keys mean equal layouts); None where a left-out text is not ASCII."""
+    def key(self, raw: bytes):
+        """The region of ``raw`` without the values a description does not read (every other byte,
+        structure included, so equal keys mean equal layouts); None where a left-out text is not ASCII."""
         for text in self._texts:
-            if not region[text].isascii():
+            if not raw[text].isascii():
                 return None
-        return self._key(region)
+        return self._key(raw)
 
 
 def learn(raw: bytes, start: int, kind: str, api_key: int, api_version: int) -> Shape | None:
@@ -89,13 +90,9 @@ def learn(raw: bytes, start: int, kind: str, api_key: int, api_version: int) -> 
     texts: list[tuple[int, int]] = []
     body = [node for node in tree.children if node.name not in ("size", "header")]
     _visit(body, layout, shown, values, unread, texts)
-    region = raw[start:]
-    size = len(region)
-    values = [(a - start, b - start) for a, b in values]
-    if any(a < 0 or b > size for a, b in values):
+    if any(a < start or b > len(raw) for a, b in values):
         return None
-    return Shape(region, _complement(values, size), [(a - start, b - start) for a, b in unread],
-                 [(a - start, b - start) for a, b in texts])
+    return Shape(raw, start, _complement(values, start, len(raw)), unread, texts)
 
 
 def _visit(nodes: list[FieldNode], layout: Layout, shown: frozenset, values: list, unread: list,
@@ -144,9 +141,9 @@ def _value_span(node: FieldNode, wire_type: str) -> tuple[int, int] | None:
     return node.end - length, node.end
 
 
-def _complement(ranges: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
-    """The ranges of [0, size) outside ``ranges`` (sorted, not overlapping)."""
-    out, at = [], 0
+def _complement(ranges: list[tuple[int, int]], start: int, size: int) -> list[tuple[int, int]]:
+    """The ranges of [start, size) outside ``ranges`` (not overlapping)."""
+    out, at = [], start
     for a, b in sorted(ranges):
         if a > at:
             out.append((at, a))
@@ -157,11 +154,11 @@ def _complement(ranges: list[tuple[int, int]], size: int) -> list[tuple[int, int
 
 
 def _getter(ranges: list[tuple[int, int]]) -> Callable:
-    """``region -> the bytes of these ranges`` (a tuple of slices; comparable and hashable)."""
+    """``raw -> the bytes of these ranges`` (a tuple of slices; comparable and hashable)."""
     if not ranges:
         return _nothing
     return itemgetter(*(slice(a, b) for a, b in ranges))
 
 
-def _nothing(region: bytes) -> bytes:
+def _nothing(raw: bytes) -> bytes:
     return b""
