@@ -117,7 +117,8 @@ class Repeats:
 
     def remember_response(self, raw: bytes, description: tuple, diagnostics: list) -> None:
         """:meth:`remember_request` for a response."""
-        if diagnostics or description[6] or self.entries >= MEMO_ENTRIES or not 8 <= len(raw) <= MEMO_BYTES + 8:
+        if diagnostics or description[6] or self.entries >= MEMO_ENTRIES \
+                or not 8 <= len(raw) <= MEMO_BYTES + 8:
             return
         api_key, version = description[0], description[2]
         if api_key != API_VERSIONS and not uses_topic_ids(api_key, "response", version):
