@@ -10,10 +10,11 @@ but for offsets, again and again; and decoding and describing them is most of wh
 frame. A description is reused only where it depends on nothing but those bytes: frames whose body is at
 most ``MEMO_BYTES`` bytes, without diagnostics, of message versions without topic ids (whose description
 depends on the topic names learnt so far). Frames carrying records are not remembered: their batches are
-new data every time, so such a frame would only take a place in the memo. The header's own columns (correlation id, client id, size) are
-read from each frame. The bulk reader keeps one :class:`Repeats` per capture; what it gives is exactly what
-decoding would give (see :mod:`.shapes` for why). (The packet-by-packet reader makes a Frame object per
-frame anyway; there, remembering measured no faster on the bench's chatty capture.)
+new data every time, so such a frame would only take a place in the memo. The header's own columns
+(correlation id, client id, size) are read from each frame. The bulk reader keeps one :class:`Repeats` per
+capture; what it gives is exactly what decoding would give (see :mod:`.shapes` for why). (The
+packet-by-packet reader makes a Frame object per frame anyway; there, remembering measured no faster on the
+bench's chatty capture.)
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ _CORRELATION = struct.Struct(">i")
 #: A repeat is given as this tuple followed by the frame's own (correlation_id, client_id, size).
 DESCRIPTION = ("api_key", "api_name", "api_version", "error_code", "error", "topics", "record_count", "summary",
                "answered")
+_RECORD_COUNT = DESCRIPTION.index("record_count")
 
 
 class Repeats:
@@ -96,7 +98,8 @@ class Repeats:
     def remember_request(self, raw: bytes, description: tuple, diagnostics: list) -> None:
         """Keep ``description`` (see ``DESCRIPTION``) of the request ``raw``, decoded as usual, if it may be
         reused (see the module docstring)."""
-        if diagnostics or description[6] or self.entries >= MEMO_ENTRIES or len(raw) > MEMO_BYTES + 64:
+        if diagnostics or description[_RECORD_COUNT] or self.entries >= MEMO_ENTRIES \
+                or len(raw) > MEMO_BYTES + 64:
             return
         api_key, version = description[0], description[2]
         if api_key == API_VERSIONS or uses_topic_ids(api_key, "request", version):
@@ -117,7 +120,7 @@ class Repeats:
 
     def remember_response(self, raw: bytes, description: tuple, diagnostics: list) -> None:
         """:meth:`remember_request` for a response."""
-        if diagnostics or description[6] or self.entries >= MEMO_ENTRIES \
+        if diagnostics or description[_RECORD_COUNT] or self.entries >= MEMO_ENTRIES \
                 or not 8 <= len(raw) <= MEMO_BYTES + 8:
             return
         api_key, version = description[0], description[2]
