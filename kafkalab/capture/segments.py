@@ -53,12 +53,20 @@ class Direction:
         lengths = self.lengths + length.tolist()
         ends = self.ends + (total + np.cumsum(length)).tolist()
         positions = self.positions + packets.tolist()
+        # segments that hold one whole frame if one starts there (the size prefix read in the index)
+        whole = [False] * len(self.starts) + ((length >= PREFIX) & (index.payload_head[packets] == length - PREFIX)
+                                              ).tolist()
         total = ends[-1]
         pos, k = self.pos, 0
         add = frames.append if frames is not None else None
         while pos + PREFIX <= total:
             k = bisect_left(ends, pos + 1, k)                   # the segment holding byte ``pos``
             segment_end = ends[k]
+            if whole[k] and pos == segment_end - lengths[k]:   # what the walk below finds, without reading
+                if add is not None:
+                    add((positions[k], conn, side, pos, starts[k], starts[k] + lengths[k]))
+                pos = segment_end
+                continue
             offset = starts[k] + pos - (segment_end - lengths[k])
             if pos + PREFIX <= segment_end:
                 size = frame_size(data, offset)
