@@ -25,7 +25,7 @@ from kafkalab.dissect import decoding
 from kafkalab.dissect.facts import uses_topic_ids
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.records_table import APIS as RECORDS_APIS
-from kafkalab.dissect.repeats import Repeats, request_key, response_key
+from kafkalab.dissect.repeats import MEMO_BYTES, Repeats
 from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
@@ -81,7 +81,8 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
     store = FrameStore(row_columns, objects, extras)
     store.raw = FileBytes(path, store.raw) if path is not None else HeldBytes(data, store.raw)
     if deferred:
-        store.defer(deferred, describe_response)
+        repeats = Repeats()                     # the deferred responses' own (see describe_response)
+        store.defer(deferred, lambda raw, api_key, version: describe_response(raw, api_key, version, repeats))
     del row_columns
     connections = [_connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
@@ -128,7 +129,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     view = memoryview(data)
     let_go = WINDOW
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
-    request_memo, response_memo, remember = repeats.requests, repeats.responses, repeats.remember
+    seen_request, seen_response = repeats.request, repeats.response
+    remember_request, remember_response = repeats.remember_request, repeats.remember_response
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
     yield rows, objects, extras, pairs, inferred_at, analyzer
     for frame in events:
@@ -167,12 +169,11 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
-            key = request_key(raw)
-            seen = request_memo.get(key)
-            if seen is not None:                # the same request as before, but for its correlation id
-                api_key, api_name, version, client_id, size, code, error, topics, records, summary, answered = seen
+            seen = seen_request(raw)
+            if seen is not None:                # described as a request seen before (but for offsets...)
+                (api_key, api_name, version, code, error, topics, records, summary, answered, correlation_id,
+                 client_id, size) = seen
                 topics = list(topics)
-                correlation_id = unpack_from(raw, 8)[0]
                 notes, message, keep, topic_ids = [], None, False, None
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
@@ -180,9 +181,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 topics, code, error, records, notes, summary, topic_ids = describe_body(
                     api_key, api_name, version, "request", body, None, topic_names)
                 answered = expects_response(api_key, body)
-                if key:                         # small enough to be remembered
-                    remember(request_memo, key, "request", (api_key, api_name, version, client_id, size, code,
-                                                             error, tuple(topics), records, summary, answered), notes)
+                if size <= MEMO_BYTES:          # small enough to be remembered
+                    remember_request(raw, (api_key, api_name, version, code, error, tuple(topics), records, summary,
+                                           answered), notes)
             else:
                 message = request(raw)
                 api_key, version, correlation_id = message.api_key, message.api_version, message.correlation_id
@@ -214,11 +215,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             parts = None
             if asked is not None:
                 api_key, version, client_id = asked[2], asked[3], asked[4]
-                key = response_key(raw, api_key, version) if raw is not None else None
-                seen = response_memo.get(key)
+                seen = seen_response(raw, api_key, version) if raw is not None else None
                 if seen is not None:
                     parts = True
-                    _, api_name, _, _, size, code, error, topics, records, summary, _ = seen
+                    _, api_name, _, code, error, topics, records, summary, _, _, _, size = seen
                     topics = list(topics)
                     notes, message, keep, topic_ids = [], None, False, None
                 elif raw is None:               # deferred: described when asked (see describe_response)
@@ -231,9 +231,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                     message, keep = None, False
                     topics, code, error, records, notes, summary, topic_ids = describe_body(
                         api_key, api_name, version, "response", body, None, topic_names)
-                    if key:
-                        remember(response_memo, key, "response", (api_key, api_name, version, None, size, code,
-                                                                   error, tuple(topics), records, summary, True), notes)
+                    if size <= MEMO_BYTES:
+                        remember_response(raw, (api_key, api_name, version, code, error, tuple(topics), records,
+                                                summary, True), notes)
                 else:
                     message = response(raw, api_key, version)
             else:
@@ -311,16 +311,25 @@ def deferrable(api_key: int, version: int) -> bool:
     return api_key in RECORDS_APIS and not uses_topic_ids(api_key, "response", version)
 
 
-def describe_response(raw: bytes, api_key: int, version: int) -> tuple:
+def describe_response(raw: bytes, api_key: int, version: int, repeats: Repeats | None = None) -> tuple:
     """The described values of a paired response whose describing was deferred (see :func:`deferrable`),
     as :func:`_decode` describes one: (api_name, correlation_id, size, error_code, error, topics,
-    record_count, summary, diagnostics, topic_ids, message kept or None)."""
+    record_count, summary, diagnostics, topic_ids, message kept or None). ``repeats``: the descriptions
+    remembered so far (see :mod:`kafkalab.dissect.repeats`), one per capture."""
+    if repeats is not None:
+        seen = repeats.response(raw, api_key, version)
+        if seen is not None:
+            _, api_name, _, code, error, topics, records, summary, _, correlation_id, _, size = seen
+            return api_name, correlation_id, size, code, error, list(topics), records, summary, [], None, None
     parts = decoding.response_parts(raw, api_key, version)
     if parts is not None:
         api_name, correlation_id, body, size, _, _ = parts
         message, keep = None, False
         topics, code, error, records, notes, summary, topic_ids = describe_body(
             api_key, api_name, version, "response", body, None, None)
+        if repeats is not None and size <= MEMO_BYTES:
+            repeats.remember_response(raw, (api_key, api_name, version, code, error, tuple(topics), records,
+                                            summary, True), notes)
     else:
         message = decoding.response(raw, api_key, version)
         correlation_id, api_name, body, size = message.correlation_id, message.api_name, message.body, message.size

@@ -40,7 +40,9 @@ class Direction:
         frames (a size prefix out of range)."""
         length = index.payload_length[packets]
         total = self.total
-        if self.pos == total and (length >= PREFIX).all() and (index.payload_head[packets] == length - PREFIX).all():
+        # segments that hold one whole frame if one starts there (the size prefix as the index read it)
+        whole = (length >= PREFIX) & (index.payload_head[packets] == length - PREFIX)
+        if self.pos == total and whole.all():
             # each segment is one whole frame (the common case for small frames): no walk
             self.pos = self.total = total + int(length.sum())
             if frames is not None:
@@ -53,12 +55,18 @@ class Direction:
         lengths = self.lengths + length.tolist()
         ends = self.ends + (total + np.cumsum(length)).tolist()
         positions = self.positions + packets.tolist()
+        whole = [False] * len(self.starts) + whole.tolist()
         total = ends[-1]
         pos, k = self.pos, 0
         add = frames.append if frames is not None else None
         while pos + PREFIX <= total:
             k = bisect_left(ends, pos + 1, k)                   # the segment holding byte ``pos``
             segment_end = ends[k]
+            if whole[k] and pos == segment_end - lengths[k]:   # what the walk below finds, without reading
+                if add is not None:
+                    add((positions[k], conn, side, pos, starts[k], starts[k] + lengths[k]))
+                pos = segment_end
+                continue
             offset = starts[k] + pos - (segment_end - lengths[k])
             if pos + PREFIX <= segment_end:
                 size = frame_size(data, offset)

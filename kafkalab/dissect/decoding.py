@@ -99,7 +99,10 @@ def _fast_request(raw: bytes) -> Request | None:
     return message
 
 
-def _request_parts(raw: bytes, records: str = "batches") -> tuple | None:
+def request_head(raw: bytes) -> tuple | None:
+    """(api_key, api_version, correlation_id, client_id, where the body starts, plan) of the request in
+    ``raw`` (a whole frame) whose header is the usual shape (its size prefix right, a known API and version,
+    no header tagged fields); None for anything else (the codec's own entry points decide those)."""
     n = len(raw)
     if n < 14:
         return None
@@ -122,15 +125,27 @@ def _request_parts(raw: bytes, records: str = "batches") -> tuple | None:
         pos = 14 + length
         if pos > n:
             return None
-        client_id = raw[14:pos].decode()
+        try:
+            client_id = raw[14:pos].decode()
+        except UnicodeDecodeError:
+            return None
     if header_version >= 2:
         if pos >= n or raw[pos]:
             return None           # header tagged fields: rare, left to the codec
         pos += 1
-    body, end = plan.decode(raw, pos, records)
-    if end != n:
+    return api_key, api_version, correlation_id, client_id, pos, plan
+
+
+def _request_parts(raw: bytes, records: str = "batches") -> tuple | None:
+    head = request_head(raw)
+    if head is None:
         return None
-    return api_key, plan.name, api_version, correlation_id, client_id, body, size, header_version, plan.payloads
+    api_key, api_version, correlation_id, client_id, pos, plan = head
+    body, end = plan.decode(raw, pos, records)
+    if end != len(raw):
+        return None
+    return (api_key, plan.name, api_version, correlation_id, client_id, body, len(raw) - 4, plan.header_version,
+            plan.payloads)
 
 
 def raw_records_body(raw, kind: str, api_key: int, api_version: int):

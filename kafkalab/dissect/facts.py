@@ -177,6 +177,14 @@ def _is_error(slot: Slot) -> bool:
     return slot.kind == "scalar" and slot.name.endswith("error_code") and slot.wire_type in INTEGER_TYPES
 
 
+def reads(slot: Slot) -> bool:
+    """Whether the rules above read this field's value: a topic name or id, an error code, a partition
+    number (by its name, wherever it is), records. Frames that differ in no such field (nor in their layout)
+    have the same facts: what lets :mod:`.repeats` remember a description across offsets."""
+    return (slot.name in PARTITION_FIELDS or slot.kind == "records" or _is_topic(slot) or _is_topic_list(slot)
+            or _is_topic_id(slot) or _is_error(slot))
+
+
 def _relevant(layout: Layout, memo: dict[int, bool]) -> bool:
     key = id(layout)
     if key not in memo:
