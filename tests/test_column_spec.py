@@ -15,7 +15,7 @@ import pytest
 from kafkalab.capture import read_capture
 from kafkalab.dissect import columns as spec
 from kafkalab.dissect.filter import COLUMN_KINDS
-from kafkalab.dissect.frame import frames_arrow
+from kafkalab.dissect.frames_table import frames_arrow
 
 CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "produce-consume-gzip.pcap"
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab.dissect.frame import FRAME_COLUMNS, frame_from_message, frames_table
+from kafkalab.dissect.frame import FRAME_COLUMNS, frame_from_message
+from kafkalab.dissect.frames_table import frames_table
 from kafkalab.protocol import decode_request, decode_response, encode_request, encode_response
 from kafkalab.protocol.correlation import Asked, expects_response, infer_response, inference_tiers
 from kafkalab.protocol.framing import FrameTooLarge, check_size, cut_frames, frame_size

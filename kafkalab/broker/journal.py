@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from kafkalab.dissect.frame import Frame, frame_from_message, frames_table
+from kafkalab.dissect.frame import Frame, frame_from_message
+from kafkalab.dissect.frames_table import frames_table
 from kafkalab.pcap import TcpPcapWriter
 from kafkalab.protocol import DecodeError, ProtocolError, decode_request, decode_response
 

@@ -71,7 +71,7 @@ def write_frames(source, out, *, ports: Iterable[int] | None = None, where: Call
     returns the number of rows written. Memory stays bounded whatever the capture's size."""
     import pyarrow.parquet as pq
 
-    from kafkalab.dissect.frame import frames_arrow, frames_schema
+    from kafkalab.dissect.frames_table import frames_arrow, frames_schema
 
     count = 0
     target = os.fspath(out) if isinstance(out, (str, os.PathLike)) else out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager, nullcontext
 
-# row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frame._ROW_FIELDS), then extras
+# row layout: the frames table's columns (FRAME_COLUMNS with ts for time, see frames_table.ROW_FIELDS), then extras
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
  R_REQUEST_FRAME, R_RESPONSE_FRAME, R_LATENCY, R_ERROR_CODE, R_ERROR, R_TOPICS, R_RECORD_COUNT, R_SUMMARY,
  R_DIAGNOSTICS, R_INFERRED, R_TS, R_RAW, R_OFFSET, R_TOPIC_IDS, R_MESSAGE) = range(26)
@@ -25,7 +25,7 @@ class FrameStore:
         """``columns``: one list per row field (the row layout above, R_FRAME to R_OFFSET); ``objects``:
         index -> Frame of the general pipeline (its column values are filled in here, from the object as it
         is at the end of the read); ``extras``: index -> (message, topic_ids) where either is set."""
-        from kafkalab.dissect.frame import ROW_FIELDS
+        from kafkalab.dissect.frames_table import ROW_FIELDS
 
         n = len(columns[R_FRAME])
         self.objects: list = [None] * n            # Frame objects: the general pipeline's, and those made
@@ -97,7 +97,7 @@ class FrameStore:
         command line writes from the plain columns and never builds the table (nor imports pandas)."""
         if self._table is None:
             self._describe_deferred()
-            from kafkalab.dissect.frame import columns_table
+            from kafkalab.dissect.frames_table import columns_table
 
             self._table = columns_table(self._columns)
             self._columns = None
@@ -108,7 +108,7 @@ class FrameStore:
         """The table's columns as Python values (nulls as None), ``ts`` in epoch seconds."""
         self._describe_deferred()
         if self._columns is None:
-            from kafkalab.dissect.frame import ROW_FIELDS
+            from kafkalab.dissect.frames_table import ROW_FIELDS
 
             table = self._table
             self._columns = {name: _plain_column(table[name]) for name in ROW_FIELDS if name != "ts"}
@@ -128,7 +128,8 @@ class FrameStore:
         return [self.frame(i) for i in range(len(self.objects))]
 
     def _make(self, index: int):
-        from kafkalab.dissect.frame import ROW_FIELDS, frame_from_row
+        from kafkalab.dissect.frame import frame_from_row
+        from kafkalab.dissect.frames_table import ROW_FIELDS
 
         columns = self.columns
         row = [columns[name][index] for name in ROW_FIELDS]
@@ -159,9 +160,9 @@ def _plain_column(column) -> list:
 
 def _as_row(frame) -> list:
     """A row for a Frame of the general pipeline."""
-    from kafkalab.dissect.frame import _ROW
+    from kafkalab.dissect.frames_table import row_values
 
-    return [*_ROW(frame), frame.raw, frame.stream_offset if frame.stream_offset is not None else -1,
+    return [*row_values(frame), frame.raw, frame.stream_offset if frame.stream_offset is not None else -1,
             frame.topic_ids, None]
 
 

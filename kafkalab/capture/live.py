@@ -189,7 +189,7 @@ class LiveCapture:
     @property
     def frames(self):
         """The frames table of everything seen so far (rebuilt only when frames were added)."""
-        from kafkalab.dissect.frame import frames_table
+        from kafkalab.dissect.frames_table import frames_table
 
         with self._lock:
             snapshot = list(self.frame_list)

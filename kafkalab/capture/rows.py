@@ -17,7 +17,8 @@ from datetime import datetime
 from functools import partial
 from typing import Callable
 
-from kafkalab.dissect.frame import ROW_FIELDS, utc_time
+from kafkalab.dissect.frame import utc_time
+from kafkalab.dissect.frames_table import ROW_FIELDS
 
 FIELDS = tuple(ROW_FIELDS)                  # the frames table's columns, ``ts`` in place of ``time``
 

@@ -264,7 +264,7 @@ def explorer_snapshot_html(window: Any, total: int, first: int, frame: Any, high
 def _as_table(frames: Any):
     if hasattr(frames, "columns") and hasattr(frames, "itertuples"):
         return frames
-    from kafkalab.dissect.frame import frames_table
+    from kafkalab.dissect.frames_table import frames_table
     return frames_table(list(frames))
 
 

@@ -18,7 +18,8 @@ import re
 import threading
 from typing import Any, Callable, Iterable
 
-from kafkalab.dissect.frame import Frame, frames_table
+from kafkalab.dissect.frame import Frame
+from kafkalab.dissect.frames_table import frames_table
 from kafkalab.protocol.tree import FieldNode
 
 from .html import node_label, node_span

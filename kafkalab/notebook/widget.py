@@ -24,7 +24,8 @@ import anywidget
 import traitlets
 
 from kafkalab.dissect.filter import FilterError
-from kafkalab.dissect.frame import Frame, frames_table
+from kafkalab.dissect.frame import Frame
+from kafkalab.dissect.frames_table import frames_table
 
 from . import model
 from .html import explorer_snapshot_html

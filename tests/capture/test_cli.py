@@ -17,7 +17,8 @@ import pytest
 from kafkalab.capture import read_capture
 from kafkalab.capture.cli import main
 from kafkalab.capture.writers import Painter, use_color
-from kafkalab.dissect.frame import FRAME_COLUMNS, frames_schema
+from kafkalab.dissect.frame import FRAME_COLUMNS
+from kafkalab.dissect.frames_table import frames_schema
 
 from tests.capture.builders import pcap_bytes, write_golden_pcap
 

@@ -19,7 +19,7 @@ import kafkalab.pcap.index as index_module
 from kafkalab.capture import iter_frames, read_capture, write_frames
 from kafkalab.capture.capture import frame_stream
 from kafkalab.capture.engine import FrameStream
-from kafkalab.dissect.frame import frames_table
+from kafkalab.dissect.frames_table import frames_table
 
 from tests.capture.test_bulk_reader import as_pcapng, make_capture
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from kafkalab.capture import iter_frames, read_capture
 from kafkalab.dissect import decoding
 from kafkalab.dissect.facts import body_facts, body_layout, first_error, record_count, topic_partitions
-from kafkalab.dissect.frame import frames_arrow, frames_table
+from kafkalab.dissect.frames_table import frames_arrow, frames_table
 from kafkalab.pcap import PacketDecoder, TcpPcapWriter, iter_link_records, read_packets
 from kafkalab.protocol import decode_request, decode_response
 from kafkalab.protocol.records import build_batch, decode_records, encode_records

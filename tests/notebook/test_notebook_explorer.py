@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.dissect.frame import frames_table
+from kafkalab.dissect.frames_table import frames_table
 from kafkalab.notebook import model
 
 KEY_PATH = "topic_data[0].partition_data[0].records[0].records[0].key"

@@ -136,7 +136,7 @@ def test_frames_html_table(golden_frames) -> None:
     assert f"showing 10 of {len(golden_frames)} frames" in html
     errors = [f for f in golden_frames[:10] if f.error]
     assert html.count("color:#c62828") == len(errors)
-    from kafkalab.dissect.frame import frames_table
+    from kafkalab.dissect.frames_table import frames_table
     assert frames_html(frames_table(golden_frames), max_rows=10) == html
 
 

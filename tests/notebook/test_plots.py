@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 from pathlib import Path
 
-from kafkalab.dissect.frame import frame_from_message, frames_table
+from kafkalab.dissect.frame import frame_from_message
+from kafkalab.dissect.frames_table import frames_table
 from kafkalab.dissect.tables import exchanges_table
 from kafkalab.notebook import plots
 from kafkalab.protocol import decode_request, decode_response, encode_request, encode_response

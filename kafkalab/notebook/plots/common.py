@@ -85,7 +85,7 @@ def frames_of(source: Any):
             return table
     objects = _frame_objects(source)
     if objects is not None:
-        from kafkalab.dissect.frame import frames_table
+        from kafkalab.dissect.frames_table import frames_table
         return frames_table(objects)
     if table is None:
         raise TypeError(f"expected a frames table or a Capture, Broker or list of Frames, not "
