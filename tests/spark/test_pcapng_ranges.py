@@ -3,6 +3,8 @@ and interfaces, with the single-process engine's rows; one with an interface des
 two sections, is read whole by one task, with the engine's rows too."""
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 import kafkalab
@@ -24,6 +26,27 @@ def test_a_pcapng_file_cut_into_ranges_gives_the_engines_rows(spark_local, hosts
     units = _units(spark_local.sparkContext, plan([path], target).units)
     assert len(units) >= 6 and all(start >= 0 for _, _, start, _ in units)     # every range read on its own
     assert_same_rows(read_capture(spark_local, [path], target_bytes=target), kafkalab.read_capture(path))
+
+
+def test_a_range_with_a_hostile_timestamp_is_read_by_the_general_reader_with_the_engines_rows(spark_local,
+                                                                                              hosts_capture, tmp_path):
+    # a packet block carrying a frame, mid-file, has its timestamp's top bit flipped: the index refuses that
+    # range, the general reader shows the packet at time 0, exactly as the single-process engine does
+    path = as_pcapng(hosts_capture, tmp_path / "hostile.pcapng")
+    data = bytearray(path.read_bytes())
+    position, blocks = 0, []
+    while position < len(data):
+        kind, length = struct.unpack_from("<II", data, position)
+        if kind == 6 and length > 200:
+            blocks.append(position)
+        position += length
+    data[blocks[len(blocks) // 2] + 15] ^= 0x80
+    path.write_bytes(bytes(data))
+    engine = kafkalab.read_capture(path)
+    assert (engine.frames["time"].dt.year == 1970).sum() == 1
+    target = len(data) // 5 + 3
+    assert len(_units(spark_local.sparkContext, plan([path], target).units)) >= 5       # read in ranges
+    assert_same_rows(read_capture(spark_local, [path], target_bytes=target), engine)
 
 
 @pytest.mark.parametrize("layout", ["late-interface", "two-sections"])
