@@ -16,6 +16,13 @@ follows it. A candidate offset is accepted when the record there is plausible an
 * pcapng: blocks start on 4-byte boundaries, have a known type and a length that is a multiple of 4, and
   repeat their length in their last 4 bytes, which makes a false chain very unlikely.
 
+A range's reader is given the file's *head* followed by its own records, as a capture of its own. For classic
+pcap the head is the 24-byte file header. For pcapng it is the Section Header Block and the Interface
+Description Blocks that directly follow it: packet blocks name their interface by its number in the section,
+and the interface gives the link type and timestamp resolution, so every range needs them all. That holds
+only when the file is one section whose interfaces are all described up front; a range that meets another
+section header or interface block is reported as not landing (:func:`check_range`), and the file is read whole.
+
 A chance chain inside packet data is still possible in principle (a capture stored inside a capture). Callers
 detect it: the reader of the previous range walks from a proven boundary and must land exactly on the next
 range's start (:func:`walk_end`); where it does not, the caller reads the file as one range.
@@ -46,9 +53,11 @@ class Layout:
     size: int
     format: str                     # "pcap" or "pcapng"
     order: str                      # "<" or ">"
-    first_record: int               # offset of the first record (pcap: 24; pcapng: 0, the section header)
+    first_record: int               # offset of the first record after the head (pcap: 24; pcapng: the first
+                                    # block after the section header and the interface blocks right after it)
     snaplen: int = 0                # classic pcap only
     nanos: bool = False             # classic pcap only
+    interfaces: int = 0             # pcapng only: interface blocks in the head (0: a damaged head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +90,30 @@ def read_layout(path: str | os.PathLike) -> Layout:
         if len(head) < 12:
             raise CaptureError(f"pcapng file {path!r} truncated in its first block")
         order = "<" if head[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
-        return Layout(path, size, "pcapng", order, 0)
+        first, interfaces = _pcapng_head(path, order, size)
+        return Layout(path, size, "pcapng", order, first, interfaces=interfaces)
     raise CaptureError(f"not a pcap or pcapng file: {path!r} (magic {head[:4].hex()})")
+
+
+def _pcapng_head(path: str, order: str, size: int) -> tuple[int, int]:
+    """Where the head of a pcapng file ends (its section header, then the interface blocks right after it)
+    and how many interface blocks it holds; ``(0, 0)`` when those blocks' lengths are not sound."""
+    pair = struct.Struct(order + "II")
+    with open(path, "rb") as handle:
+        position, interfaces = 0, 0
+        while position + 12 <= size:
+            handle.seek(position)
+            block_type, total = pair.unpack(handle.read(8))
+            if position and block_type != 1:
+                break
+            if total < 12 or total % 4 or total > MAX_RECORD or position + total > size:
+                return 0, 0
+            handle.seek(position + total - 4)
+            if struct.unpack(order + "I", handle.read(4))[0] != total:
+                return 0, 0
+            interfaces += position > 0
+            position += total
+    return position, interfaces
 
 
 def plan_ranges(layout: Layout, target_bytes: int) -> list[ByteRange]:
@@ -142,18 +173,26 @@ class RangeCheck:
 
 
 def check_range(nominal: ByteRange) -> RangeCheck:
-    """Resolve one nominal range of a file on its own (what each task of a distributed job does) and walk it."""
+    """Resolve one nominal range of a file on its own (what each task of a distributed job does) and walk it;
+    a pcapng range holding a section header or interface block does not land (its file is read whole)."""
     layout = read_layout(nominal.path)
     data = map_file(nominal.path)
     resolved = resolve(data, layout, nominal)
     position, records = resolved.start, 0
     while position < resolved.end:
         length = _record_length(data, layout, position)
-        if length is None:
+        if length is None or _redefines_head(data, layout, position):
             break
         position += length
         records += 1
     return RangeCheck(resolved, records, position == resolved.end)
+
+
+def _redefines_head(data, layout: Layout, position: int) -> bool:
+    """Whether the pcapng block at ``position`` is a section header or interface block: one the range's
+    reader would not see before the range's packets that follow it (they were given the file's head only)."""
+    return (layout.format == "pcapng"
+            and struct.unpack_from(layout.order + "I", data, position)[0] in (1, PCAPNG_SHB))
 
 
 def map_file(path: str) -> mmap.mmap | bytes:

@@ -7,10 +7,13 @@ stitched as the single-process engine stitches it), and cutting them into read u
 sizes are read here: the driver's memory does not grow with the capture.
 
 A unit is ``(rank, path, start, end)``: the records whose header starts in ``[start, end)`` of the file ranked
-``rank`` (``start == end == -1``: the whole file, read by one task: gzip, pcapng, small files). Classic pcap
-files larger than the target are cut with :mod:`kafkalab.pcap.split`; a file whose ranges do not meet exactly
-(a false boundary or a damaged file, found by :func:`~kafkalab.pcap.split.check_range` in the tasks) is read
-whole instead.
+``rank`` (``start == end == -1``: the whole file, read by one task: gzip, small files, a pcapng file whose
+head holds no sound interface block). Classic pcap and pcapng files larger than the target are cut with
+:mod:`kafkalab.pcap.split`; each range is read as the file's head (pcap: its header; pcapng: its section header
+and the interface blocks right after it) followed by the range's records. A file whose ranges do not meet
+exactly (a false boundary or a damaged file, or in pcapng a second section or an interface described after
+packets, found by :func:`~kafkalab.pcap.split.check_range` in the tasks) is read whole instead. Those pcapng
+cases are left to the tasks because finding them means walking every block, which the driver must not do.
 """
 from __future__ import annotations
 
@@ -73,11 +76,14 @@ def readable(path: str) -> str | None:
 
 
 def splittable(path: str, target_bytes: int) -> bool:
+    """Whether the file is cut into ranges: larger than the target, and with a head every range can be given."""
     try:
         layout = read_layout(path)
     except CaptureError:
         return False                        # gzip: one task reads the whole file
-    return layout.format == "pcap" and layout.size > target_bytes
+    if layout.format == "pcapng" and not layout.interfaces:
+        return False                        # no interface up front (or a damaged head): one task, as the reader sees it
+    return layout.size > target_bytes and layout.first_record < layout.size
 
 
 def plan(inputs, target_bytes: int = TARGET_BYTES) -> Plan:

@@ -132,3 +132,38 @@ def heavy_connection_pcap(path: Path, repeats: int = 16) -> Path:
             ts += 0.001
             writer.close(conn, ts)
     return path
+
+
+def as_pcapng(source: Path, path: Path, *, layout: str = "plain") -> Path:
+    """``source`` (a little-endian classic pcap) rewritten as pcapng, packets alternating between an interface
+    in microseconds and one in nanoseconds. ``layout``: "plain" (one section, interfaces up front),
+    "late-interface" (the nanosecond interface described after the first half of the packets, which use the
+    other one only) or "two-sections" (each half of the packets in a section of its own, interfaces reversed)."""
+    from tests.capture.builders import pcapng_bytes
+
+    raw = source.read_bytes()
+    scale = 1 if struct.unpack_from("<I", raw)[0] == 0xA1B23C4D else 1000          # fraction -> ns
+    timed = []
+    for record in records_of(raw):
+        seconds, fraction = struct.unpack_from("<II", record)
+        timed.append((seconds * 1_000_000_000 + fraction * scale, record[16:]))
+    half = len(timed) // 2
+
+    def epbs(part, interfaces=2, nano_iface=1):
+        return [(i % interfaces, ns if i % interfaces == nano_iface else ns // 1000, data, "epb")
+                for i, (ns, data) in enumerate(part)]
+
+    if layout == "plain":
+        data = pcapng_bytes([(1, None), (1, 9)], epbs(timed))
+    elif layout == "two-sections":
+        data = pcapng_bytes([(1, None), (1, 9)], epbs(timed[:half])) + \
+            pcapng_bytes([(1, 9), (1, None)], epbs(timed[half:], nano_iface=0))
+    else:
+        both = pcapng_bytes([(1, None), (1, 9)], epbs(timed[half:]))
+        head = pcapng_bytes([(1, None), (1, 9)], [])            # section, both interfaces, a name block
+        first_idb = struct.unpack_from("<I", both, 4)[0]
+        second_idb = first_idb + struct.unpack_from("<I", both, first_idb + 4)[0]
+        late_idb = both[second_idb:second_idb + struct.unpack_from("<I", both, second_idb + 4)[0]]
+        data = pcapng_bytes([(1, None)], epbs(timed[:half], 1)) + late_idb + both[len(head):]
+    path.write_bytes(data)
+    return path
