@@ -141,22 +141,32 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) 
         width = sc.defaultParallelism * 2
     tasks = decode_tasks(groups, sizes, width, cuts)
     decoded = _decode(spark, index, tasks, cuts, files, ports, width).persist(KEPT)
-    facts = decoded.where("kind in ('stream', 'topics')").select("kind", "g", "stream", "topics").collect()
-    topics = [(set(row["topics"]["unresolved"]), set(row["topics"]["known"])) for row in facts if row["kind"] == "topics"]
+    facts = _facts(decoded)
+    topics = [(set(row["unresolved"]), set(row["known"])) for _, row in facts["topics"]]
     known = set().union(*(k for _, k in topics)) if topics else set()
     if any(u & known for u, _ in topics) and len(topics) > 1:
         decoded.unpersist()
         cuts = {}
         decoded = _decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, 1).persist(KEPT)
-        facts = decoded.where("kind = 'stream'").select("kind", "g", "stream").collect()
+        facts = _facts(decoded)
     aliases = {(c["rank"], c["start"], c["pos"] - POS_STEP + 1): c["first"] for found in cuts.values() for c in found}
-    streams = [(aliases.get(key, key), (row["g"], s["local"]))
-               for row in facts if row["kind"] == "stream" for s in [row["stream"]]
+    streams = [(aliases.get(key, key), (g, s["local"])) for g, s in facts["stream"]
                for key in [(s["rank"], s["start"], s["pos"])]]
     tables = numbered_tables(spark, decoded, streams, merge=bool(aliases))
     index.unpersist()
     return SparkCapture(tables["frames"], tables["exchanges"], tables["records"], tables["connections"],
                         capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()})
+
+
+def _facts(decoded) -> dict:
+    """Kind -> (group, row) for the decode tasks' small facts: each connection's first packet (``stream``)
+    and the topic ids each task could and could not name (``topics``)."""
+    from .decode import part
+
+    out: dict = {"stream": [], "topics": []}
+    for row in decoded.where("kind in ('stream', 'topics')").select("kind", "g", "data").collect():
+        out[row["kind"]] += [(row["g"], values) for values in part(row["kind"], row["data"]).to_pylist()]
+    return out
 
 
 def heavy_cuts(spark, index, sizes: dict, width: int, files: list[str], kafka_ports) -> dict:
