@@ -31,7 +31,7 @@ import numpy as np
 from kafkalab.dissect import columns as spec
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
 
-from .packets import payloads
+from .packets import NOTES_SEP, payloads
 
 SECOND = 1_000_000_000
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
@@ -208,7 +208,8 @@ def _general(table, paths: list[str], ports):
     held = [r["payload"] is None for r in rows]
     read = iter(payloads(paths, _ints(table, "rank")[held], _ints(table, "off")[held], _ints(table, "len")[held]))
     feed = [TcpPacket(i + 1, (i + 1) * SECOND, r["src"], r["sport"], r["dst"], r["dport"], r["seq"], r["ack"],
-                      r["flags"], bytes(next(read)) if h else r["payload"], list(r["notes"] or ()))
+                      r["flags"], bytes(next(read)) if h else r["payload"],
+                      r["notes"].split(NOTES_SEP) if r["notes"] else [])
             for i, (r, h) in enumerate(zip(rows, held))]
     (c, cp), (s, sp) = _MARK_CLIENT, _MARK_SERVER
     for k, (from_client, seq, ack, flags, payload) in enumerate(_MARK):
