@@ -21,14 +21,20 @@ _SORT = {"frames": ["frame"], "exchanges": ["request_frame"], "records": ["frame
          "connections": ["stream"]}
 _FRAME_REFERENCES = {"frames": ["frame", "request_frame", "response_frame"],
                      "exchanges": ["request_frame", "response_frame"], "records": ["frame"], "connections": []}
+# Sorted tables get a partition per about PARTITION_BYTES of rows (decoded rows come to about three times the
+# capture's payload bytes): a partition's sort holds its rows in memory, and a huge one left the JVM hunting
+# for contiguous heap in one full collection after another.
+PARTITION_BYTES = 64 << 20
+ROW_BYTES_PER_PAYLOAD_BYTE = 3
 _KEYS = "g bigint, local bigint, phase bigint, a bigint, b bigint, pos bigint"
 
 
-def numbered_tables(spark, decoded, streams: list, merge: bool = False) -> dict:
+def numbered_tables(spark, decoded, streams: list, merge: bool = False, payload_bytes: int = 0) -> dict:
     """The four tables as DataFrames with global numbers (``decoded``: the decode tasks' rows, see
     :func:`.decode.output_ddl`; ``streams``: (first packet's order key, (group, local stream)) for every
     connection: the ranges of a cut connection share its first packet's key; ``merge``: there are such
-    ranges, whose connection rows are merged)."""
+    ranges, whose connection rows are merged; ``payload_bytes``: the capture's, which sets how many partitions
+    the sorted tables have)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
@@ -46,7 +52,7 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False) -> dict:
         Window.orderBy("phase", "a", "b", "pos", "local")).cast("bigint").alias("number"))
     numbers = numbers.persist(StorageLevel.MEMORY_AND_DISK)
     total = numbers.count()
-    width = max(1, spark.sparkContext.defaultParallelism * 2)
+    width = max(1, spark.sparkContext.defaultParallelism * 2, -(-payload_bytes * ROW_BYTES_PER_PAYLOAD_BYTE // PARTITION_BYTES))
     labels = _labels(spark, width)
     out = {}
     for name in spec.TABLES:
