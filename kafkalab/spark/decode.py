@@ -15,10 +15,12 @@ timestamps are put back afterwards, with times and latencies computed from them 
 (seconds as floats; frame and exchange times by :func:`kafkalab.dissect.columns.epoch_micros`; latency
 ``round((response - request) * 1000, 6)`` ms).
 
-What comes out, per group ``g``, as batches of one schema (:func:`output_ddl`; ``kind`` says which struct
-column is set): ``stream`` (each TCP connection's local number and first packet's order key), ``fkey`` (each
-frame's local number and sort key), ``topics`` (unresolved and known topic ids), and the rows of the four
-tables with local frame and stream numbers.
+What comes out, per group ``g``: rows of three columns (:func:`output_ddl`), each holding one Arrow batch of
+one kind as IPC bytes (:func:`part_schema`): ``stream`` (each TCP connection's local number and first packet's
+order key), ``fkey`` (each frame's local number and sort key), ``topics`` (unresolved and known topic ids), and
+the rows of the four tables with local frame and stream numbers. The JVM keeps the bytes opaque: it takes them
+in and caches them at the cost of a copy, where one wide row per table row (a struct column per kind, all but
+one null) cost it most of a read's CPU in conversion, caching and the code it generated for that shape.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import numpy as np
 from kafkalab.dissect import columns as spec
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
 
-from .packets import payloads
+from .packets import NOTES_SEP, payloads
 
 SECOND = 1_000_000_000
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
@@ -41,23 +43,11 @@ _ORDER = (("rank", "ascending"), ("start", "ascending"), ("pos", "ascending"))
 KINDS = ("stream", "fkey", "topics", "frames", "exchanges", "records", "connections")
 
 
-def table_fields(table: str) -> list[tuple[str, str]]:
-    """A table's columns as the decode stage gives them (name, Spark type): times as int64 nanoseconds,
-    records with their order inside the group."""
-    from .pipeline import spark_type
-
-    fields = [(c.name, "bigint" if c.type == "time" else spark_type(c.type).simpleString())
-              for c in spec.TABLES[table]]
-    return fields + ([("_order", "bigint")] if table == "records" else [])
-
-
 def output_ddl() -> str:
-    key = "rank: bigint, start: bigint, pos: bigint"
-    tables = [f"{table} struct<{', '.join(f'`{name}`: {kind}' for name, kind in table_fields(table))}>"
-              for table in spec.TABLES]
-    return ", ".join(["kind string", "g bigint", f"stream struct<local: bigint, {key}>",
-                      f"fkey struct<local: bigint, phase: bigint, {key}, stream: bigint>",
-                      "topics struct<unresolved: array<string>, known: array<string>>", *tables])
+    """The decode tasks' rows: a kind, the group and one Arrow batch of that kind (IPC bytes, :func:`part_schema`).
+    A narrow shape whatever the tables' columns: the JVM takes in, caches and moves opaque bytes, and the rows
+    of each table are made from them only for that table (:mod:`.numbering`)."""
+    return "kind string, g bigint, data binary"
 
 
 def _py(value):
@@ -94,17 +84,52 @@ def decode_group(group: int, table, paths: list[str], ports) -> "pa.Table":
         cap = _bulk(table, paths, ports)
     if cap is None:
         cap = _general(table, paths, ports)
-    batches = _outputs(group, cap, n, keys, real_ns, _connection_codes(table))
-    return pa.Table.from_batches([piece for batch in batches for piece in _pieces(batch)], schema=output_schema())
+    batches = _outputs(cap, n, keys, real_ns, _connection_codes(table))
+    kinds, data = [], []
+    for kind, batch in batches:
+        for piece in _pieces(batch):
+            kinds.append(kind)
+            data.append(piece.serialize())
+    out = pa.schema([("kind", pa.string()), ("g", pa.int64()), ("data", pa.binary())])
+    return pa.Table.from_batches([pa.RecordBatch.from_arrays(
+        [pa.array([k], pa.string()), pa.array([group], pa.int64()), _one_binary(d)], schema=out)
+        for k, d in zip(kinds, data)], schema=out)
 
 
-BATCH_ROWS = 8192       # rows per output batch: the JVM reads each into buffers it reuses, so small batches keep
-                        # its off-heap memory to a few MB instead of a group's whole records table at once
+def _one_binary(buffer):
+    """A binary array of one value, ``buffer``, not copied."""
+    import pyarrow as pa
+
+    offsets = pa.py_buffer(np.array([0, buffer.size], dtype=np.int32).tobytes())
+    return pa.Array.from_buffers(pa.binary(), 1, [None, offsets, buffer])
+
+
+def parts(table, kind: str) -> list:
+    """The batches of ``kind`` held in the ``data`` column of decode rows (a table or batch, see
+    :func:`output_ddl`), read without copying."""
+    import pyarrow as pa
+
+    schema = part_schema(kind)
+    column = table.column("data")
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return [pa.ipc.read_record_batch(value.as_buffer(), schema) for chunk in chunks for value in chunk]
+
+
+def part(kind: str, data: bytes):
+    """One decode row's batch (``data``: its bytes as Spark gives them to the driver)."""
+    import pyarrow as pa
+
+    return pa.ipc.read_record_batch(pa.py_buffer(bytes(data)), part_schema(kind))
+
+
+PIECE_BYTES = 2 << 20   # bytes per output batch at most (about): the JVM caches decode rows in batches of a
+                        # few MB, and each row holds one piece
 
 
 def _pieces(batch) -> list:
-    """``batch`` as zero-copy slices of at most :data:`BATCH_ROWS` rows."""
-    return [batch.slice(at, BATCH_ROWS) for at in range(0, batch.num_rows, BATCH_ROWS)] or [batch]
+    """``batch`` as zero-copy slices of about :data:`PIECE_BYTES` bytes at most."""
+    rows = max(1, int(batch.num_rows * PIECE_BYTES / max(batch.nbytes, 1)))
+    return [batch.slice(at, rows) for at in range(0, batch.num_rows, rows)] or [batch]
 
 
 def _connection_codes(table) -> np.ndarray:
@@ -183,7 +208,8 @@ def _general(table, paths: list[str], ports):
     held = [r["payload"] is None for r in rows]
     read = iter(payloads(paths, _ints(table, "rank")[held], _ints(table, "off")[held], _ints(table, "len")[held]))
     feed = [TcpPacket(i + 1, (i + 1) * SECOND, r["src"], r["sport"], r["dst"], r["dport"], r["seq"], r["ack"],
-                      r["flags"], bytes(next(read)) if h else r["payload"], list(r["notes"] or ()))
+                      r["flags"], bytes(next(read)) if h else r["payload"],
+                      r["notes"].split(NOTES_SEP) if r["notes"] else [])
             for i, (r, h) in enumerate(zip(rows, held))]
     (c, cp), (s, sp) = _MARK_CLIENT, _MARK_SERVER
     for k, (from_client, seq, ack, flags, payload) in enumerate(_MARK):
@@ -192,7 +218,7 @@ def _general(table, paths: list[str], ports):
     return read_capture(feed, ports)
 
 
-def _outputs(group: int, cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarray) -> list:
+def _outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarray) -> list:
     """The group's rows with real times and local numbers, and the facts for the global numbering."""
     import pyarrow as pa
 
@@ -207,7 +233,7 @@ def _outputs(group: int, cap, n: int, keys: np.ndarray, real_ns: np.ndarray, cod
     streams, first, last = streams[mine], first[mine] - 1, last[mine] - 1
     last_real = {s: _last_real(codes, real, f, l) for s, f, l in zip(streams.tolist(), first.tolist(), last.tolist())}
     synthetic_last = dict(zip(streams.tolist(), (last + 1).tolist()))
-    out = [_batch(group, "stream", {"local": streams, "rank": keys[first, 0], "start": keys[first, 1],
+    out = [_batch("stream", {"local": streams, "rank": keys[first, 0], "start": keys[first, 1],
                                     "pos": keys[first, 2]})]
 
     frames = cap.frames
@@ -226,7 +252,7 @@ def _outputs(group: int, cap, n: int, keys: np.ndarray, real_ns: np.ndarray, cod
     ts_by_number = dict(zip(number[real_rows].tolist(), ts_of[real_rows].tolist()))
     key_at = keys[np.where(done, completing, 0)]
     sel = real_rows
-    out.append(_batch(group, "fkey", {
+    out.append(_batch("fkey", {
         "local": number[sel], "phase": np.where(done, 0, 1)[sel], "rank": np.where(done, key_at[:, 0], 0)[sel],
         "start": np.where(done, key_at[:, 1], 0)[sel], "pos": np.where(done, key_at[:, 2], 0)[sel],
         "stream": stream[sel]}))
@@ -239,7 +265,7 @@ def _outputs(group: int, cap, n: int, keys: np.ndarray, real_ns: np.ndarray, cod
         if partner is not None and latency[i] is not None and partner in ts_by_number:
             request, response = (partner, int(number[i])) if kind == "response" else (int(number[i]), partner)
             latency[i] = round((ts_by_number[response] - ts_by_number[request]) * 1000.0, 6)
-    out.append(_table_batch(group, "frames", frames[sel], {"time": times[sel], "latency_ms":
+    out.append(_table_batch("frames", frames[sel], {"time": times[sel], "latency_ms":
                                                             [x for x, s in zip(latency, sel) if s]}))
 
     exchanges = cap.exchanges
@@ -251,20 +277,20 @@ def _outputs(group: int, cap, n: int, keys: np.ndarray, real_ns: np.ndarray, cod
     response_time = [None if r is None else spec.epoch_micros(ts_by_number[r]) * 1000 for r in responses]
     ex_latency = [None if r is None else round((ts_by_number[r] - ts_by_number[q]) * 1000.0, 6)
                   for q, r in zip(requests, responses)]
-    out.append(_table_batch(group, "exchanges", exchanges, {"request_time": request_time,
+    out.append(_table_batch("exchanges", exchanges, {"request_time": request_time,
                                                              "response_time": response_time, "latency_ms": ex_latency}))
 
-    out.append(_records_batch(group, cap))
+    out.append(_records_batch(cap))
 
     conns = cap.connections[mine]
     first_real = {s: real[f] for s, f in zip(streams.tolist(), first.tolist())}
-    out.append(_table_batch(group, "connections", conns, {
+    out.append(_table_batch("connections", conns, {
         "first_time": [int(first_real[s] * 1e9) for s in streams.tolist()],
         "last_time": [int(last_real[s] * 1e9) for s in streams.tolist()]}))
 
     known = sorted(map(str, cap._analyzer.topic_names))
     unresolved = sorted({str(topic_id) for topic_id, name in _topic_ids(cap) if name is None})
-    out.append(_batch(group, "topics", {"unresolved": pa.array([unresolved], pa.list_(pa.string())),
+    out.append(_batch("topics", {"unresolved": pa.array([unresolved], pa.list_(pa.string())),
                                         "known": pa.array([known], pa.list_(pa.string()))}))
     return out
 
@@ -286,41 +312,38 @@ def _topic_ids(cap):
     return [pair for topic_ids in found for pair in topic_ids.items()]
 
 
-_SCHEMA = None
+_SCHEMAS: dict = {}
 
 
-def output_schema():
-    """The Arrow schema of :func:`output_ddl` (built with pyarrow alone: a Python worker has no session)."""
-    global _SCHEMA
-    if _SCHEMA is None:
+def part_schema(kind: str):
+    """The Arrow schema of the batches of ``kind`` (one of :data:`KINDS`; built with pyarrow alone: a Python
+    worker has no session): the tables' columns with times as int64 nanoseconds and records' order in the
+    group, or the numbering facts."""
+    if kind not in _SCHEMAS:
         import pyarrow as pa
 
         key = [("rank", pa.int64()), ("start", pa.int64()), ("pos", pa.int64())]
         strings = pa.list_(pa.string())
-        fields = [("kind", pa.string()), ("g", pa.int64()), ("stream", pa.struct([("local", pa.int64()), *key])),
-                  ("fkey", pa.struct([("local", pa.int64()), ("phase", pa.int64()), *key, ("stream", pa.int64())])),
-                  ("topics", pa.struct([("unresolved", strings), ("known", strings)]))]
-        for table in spec.TABLES:
-            columns = [(c.name, pa.int64() if c.type == "time" else spec.arrow_type(c.type))
-                       for c in spec.TABLES[table]]
-            fields.append((table, pa.struct(columns + ([("_order", pa.int64())] if table == "records" else []))))
-        _SCHEMA = pa.schema(fields)
-    return _SCHEMA
+        facts = {"stream": [("local", pa.int64()), *key],
+                 "fkey": [("local", pa.int64()), ("phase", pa.int64()), *key, ("stream", pa.int64())],
+                 "topics": [("unresolved", strings), ("known", strings)]}
+        if kind in facts:
+            fields = facts[kind]
+        else:
+            fields = [(c.name, pa.int64() if c.type == "time" else spec.arrow_type(c.type)) for c in spec.TABLES[kind]]
+            fields += [("_order", pa.int64())] if kind == "records" else []
+        _SCHEMAS[kind] = pa.schema(fields)
+    return _SCHEMAS[kind]
 
 
-def _batch(group: int, kind: str, columns: dict):
-    """One batch of the output schema with ``kind``'s struct set from ``columns`` (arrays of one length)."""
+def _batch(kind: str, columns: dict):
+    """(``kind``, a batch of its schema from ``columns``: arrays of one length; columns not given are null)."""
     import pyarrow as pa
 
-    schema = output_schema()
-    inner = schema.field(kind).type
+    schema = part_schema(kind)
     n = len(next(iter(columns.values())))
-    fields = [_arrow(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in inner]
-    arrays = [pa.array([kind] * n, pa.string()), pa.array(np.full(n, group, dtype=np.int64))]
-    for f in list(schema)[2:]:
-        arrays.append(pa.StructArray.from_arrays(fields, fields=list(inner)) if f.name == kind
-                      else pa.nulls(n, f.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return kind, pa.RecordBatch.from_arrays(
+        [_arrow(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in schema], schema=schema)
 
 
 def _arrow(values, kind):
@@ -334,7 +357,7 @@ def _arrow(values, kind):
     return pa.array(values, type=kind)
 
 
-def _records_batch(group: int, cap):
+def _records_batch(cap):
     """The records table straight from the engine's Arrow columns (no pandas view made)."""
     import pyarrow as pa
 
@@ -350,10 +373,10 @@ def _records_batch(group: int, cap):
     columns = {c.name: (table.column(c.name).cast(pa.int64()) if c.type == "time" else table.column(c.name))
                for c in spec.TABLES["records"]}
     columns["_order"] = np.arange(table.num_rows, dtype=np.int64)
-    return _batch(group, "records", columns)
+    return _batch("records", columns)
 
 
-def _table_batch(group: int, name: str, frame, replaced: dict):
+def _table_batch(name: str, frame, replaced: dict):
     """A table's rows (a pandas view of the one column spec) as a batch of the output schema."""
     import pyarrow as pa
 
@@ -372,4 +395,4 @@ def _table_batch(group: int, name: str, frame, replaced: dict):
             columns[c.name] = pa.array(series, type=spec.arrow_type(c.type), from_pandas=True)
     for name_, values in replaced.items():
         columns[name_] = values
-    return _batch(group, name, columns)
+    return _batch(name, columns)

@@ -1,13 +1,19 @@
-"""The numbering stage of a distributed read: the decode tasks' local frame and stream numbers made global, in
-Spark SQL (no row crosses into Python again).
+"""The numbering stage of a distributed read: the decode tasks' local frame and stream numbers made global.
 
 Stream ids follow each connection's first packet: one small fact per connection, collected and numbered on
 the driver. Frame numbers follow the frames' sort keys: ``(0, order key of the completing packet, local
 number)`` for frames completed by a packet, ``(1, stream id, local number)`` for those completed only at the
-end of the capture; ``row_number`` over that order gives the number. Every frame and stream reference in the
-four tables is then rewritten by joins on ``(group, local number)``, and each table is sorted by its key.
+end of the capture; ``row_number`` over that order, in Spark SQL over narrow key rows, gives the number.
+
+The tables' rows never go through a join: each group's batches of a table meet that group's (local, global)
+frame numbers in one Python task (``cogroup`` on the group), which rewrites every frame and stream reference
+with array lookups and turns times into microsecond timestamps. The rows then go once through a shuffle to
+the partition holding their range of the sort key (the ranges are cut from the frame count, so Spark need not
+sample the rows to find them) and are sorted there: partition order is row order.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from kafkalab.dissect import columns as spec
 
@@ -15,52 +21,173 @@ _SORT = {"frames": ["frame"], "exchanges": ["request_frame"], "records": ["frame
          "connections": ["stream"]}
 _FRAME_REFERENCES = {"frames": ["frame", "request_frame", "response_frame"],
                      "exchanges": ["request_frame", "response_frame"], "records": ["frame"], "connections": []}
+# Sorted tables get a partition per about PARTITION_BYTES of rows (decoded rows come to about three times the
+# capture's payload bytes): a partition's sort holds its rows in memory, and a huge one left the JVM hunting
+# for contiguous heap in one full collection after another.
+PARTITION_BYTES = 64 << 20
+ROW_BYTES_PER_PAYLOAD_BYTE = 3
+_KEYS = "g bigint, local bigint, phase bigint, a bigint, b bigint, pos bigint"
 
 
-def numbered_tables(spark, decoded, streams: list, merge: bool = False) -> dict:
-    """The four tables as DataFrames with global numbers (``streams``: (first packet's order key, (group,
-    local stream)) for every connection: the ranges of a cut connection share its first packet's key;
-    ``merge``: there are such ranges, whose connection rows are merged)."""
+def numbered_tables(spark, decoded, streams: list, merge: bool = False, payload_bytes: int = 0) -> dict:
+    """The four tables as DataFrames with global numbers (``decoded``: the decode tasks' rows, see
+    :func:`.decode.output_ddl`; ``streams``: (first packet's order key, (group, local stream)) for every
+    connection: the ranges of a cut connection share its first packet's key; ``merge``: there are such
+    ranges, whose connection rows are merged; ``payload_bytes``: the capture's, which sets how many partitions
+    the sorted tables have)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
+    from .pipeline import _labels
+
     ids = {key: n for n, key in enumerate(sorted({key for key, _ in streams}))}
-    stream_ids = spark.createDataFrame([(g, local, ids[key]) for key, (g, local) in streams],
-                                       "_g bigint, _local bigint, _stream bigint")
-    keys = (decoded.where("kind = 'fkey'").select("g", "fkey.*")
-            .join(F.broadcast(stream_ids), (F.col("g") == F.col("_g")) & (F.col("stream") == F.col("_local")), "left"))
-    phase0 = F.col("phase") == 0
-    order = [F.col("phase"), F.when(phase0, F.col("rank")).otherwise(F.col("_stream")),
-             F.when(phase0, F.col("start")).otherwise(F.col("local")), F.col("pos"), F.col("local")]
-    numbers = keys.select(F.col("g").alias("_g"), F.col("local").alias("_local"),
-                          F.row_number().over(Window.orderBy(*order)).cast("bigint").alias("_number"))
+    by_group: dict[int, dict[int, int]] = {}
+    for key, (g, local) in streams:
+        by_group.setdefault(g, {})[local] = ids[key]
+    stream_ids = {g: _lookup(np.array(list(m), dtype=np.int64), np.array(list(m.values()), dtype=np.int64))
+                  for g, m in by_group.items()}
+    keys = decoded.where("kind = 'fkey'").select("g", "data").mapInArrow(_sort_keys(stream_ids), _KEYS)
+    numbers = keys.select("g", "local", F.row_number().over(
+        Window.orderBy("phase", "a", "b", "pos", "local")).cast("bigint").alias("number"))
     numbers = numbers.persist(StorageLevel.MEMORY_AND_DISK)
-    return {name: _table(decoded, name, numbers, stream_ids, merge) for name in spec.TABLES}
+    total = numbers.count()
+    width = max(1, spark.sparkContext.defaultParallelism * 2, -(-payload_bytes * ROW_BYTES_PER_PAYLOAD_BYTE // PARTITION_BYTES))
+    labels = _labels(spark, width)
+    out = {}
+    for name in spec.TABLES:
+        rows = decoded.where(f"kind = '{name}'").select("g", "data")
+        if _FRAME_REFERENCES[name]:
+            renumber = _renumber(name, stream_ids, total, labels)
+            rows = (rows.groupBy("g").cogroup(numbers.groupBy("g")).applyInArrow(renumber, _schema(name, True))
+                    .repartition(width, "_part").sortWithinPartitions(*_SORT[name]))
+        else:
+            rows = rows.mapInArrow(_restream(name, stream_ids), _schema(name, False))
+            if merge:
+                from .skew import merge_connections
+
+                rows = merge_connections(rows)
+            rows = rows.orderBy(*_SORT[name])
+        out[name] = rows.select(*[F.col(f"`{c.name}`") for c in spec.TABLES[name]])
+    return out
 
 
-def _table(decoded, name: str, numbers, stream_ids, merge: bool):
-    from pyspark.sql import functions as F
+def _lookup(local: np.ndarray, number: np.ndarray) -> np.ndarray:
+    """An array giving each local number's global number (-1: none)."""
+    table = np.full(int(local.max()) + 1 if len(local) else 0, -1, dtype=np.int64)
+    table[local] = number
+    return table
 
-    rows = decoded.where(f"kind = '{name}'").select("g", f"{name}.*")
-    for column in _FRAME_REFERENCES[name]:
-        rows = (rows.join(numbers, (F.col("g") == F.col("_g")) & (F.col(column) == F.col("_local")), "left")
-                .withColumn(column, F.col("_number")).drop("_g", "_local", "_number"))
-    if "stream" in rows.columns:
-        rows = (rows.join(F.broadcast(stream_ids), (F.col("g") == F.col("_g")) & (F.col("stream") == F.col("_local")),
-                          "left").withColumn("stream", F.col("_stream")).drop("_g", "_local", "_stream"))
-    if merge and name == "connections":
-        from .skew import merge_connections
 
-        rows = merge_connections(rows)
-    rows = rows.orderBy(*_SORT[name])
+def _mapped(column, table: np.ndarray):
+    """``column``'s local numbers as global ones (null where there is none, as a left join leaves them)."""
+    import pyarrow as pa
+
+    values = column.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    inside = (values >= 0) & (values < len(table))
+    found = np.where(inside, table[np.where(inside, values, 0)] if len(table) else -1, -1)
+    return pa.array(found, type=pa.int64(), mask=found < 0)
+
+
+def _sort_keys(stream_ids: dict):
+    """The mapInArrow function giving each frame's sort key (``a``, ``b``: the order key's rank and start for
+    frames completed by a packet; the stream id and local number for the others)."""
+    def keys(batches):
+        import pyarrow as pa
+
+        from .decode import parts
+
+        for batch in batches:
+            for g, part in zip(batch.column("g").to_pylist(), parts(batch, "fkey")):
+                phase = part.column("phase").to_numpy()
+                local = part.column("local").to_numpy()
+                stream = _mapped(part.column("stream"), stream_ids.get(g, np.zeros(0, np.int64)))
+                stream = stream.fill_null(-1).to_numpy()
+                yield pa.RecordBatch.from_pydict({
+                    "g": np.full(len(local), g, dtype=np.int64), "local": local, "phase": phase,
+                    "a": np.where(phase == 0, part.column("rank").to_numpy(), stream),
+                    "b": np.where(phase == 0, part.column("start").to_numpy(), local),
+                    "pos": part.column("pos").to_numpy()})
+    return keys
+
+
+def _schema(name: str, ordered: bool):
+    """The Spark schema of a renumbered table's rows: its columns, records' order in the group and (for tables
+    sorted by frame) the output partition."""
+    from pyspark.sql import types as T
+
+    from .pipeline import spark_schema
+
+    extra = [T.StructField("_order", T.LongType())] if name == "records" else []
+    extra += [T.StructField("_part", T.LongType())] if ordered else []
+    return T.StructType(list(spark_schema(name).fields) + extra)
+
+
+def _arrow_schema(name: str, ordered: bool):
+    import pyarrow as pa
+
+    fields = [pa.field(c.name, pa.timestamp("us", tz="UTC") if c.type == "time" else spec.arrow_type(c.type))
+              for c in spec.TABLES[name]]
+    fields += [pa.field("_order", pa.int64())] if name == "records" else []
+    fields += [pa.field("_part", pa.int64())] if ordered else []
+    return pa.schema(fields)
+
+
+def _global_batch(name: str, part, g: int, frames: np.ndarray, stream_ids: dict, ordered: bool):
+    """One batch of a table with global frame and stream numbers and microsecond times."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    schema = _arrow_schema(name, ordered)
     columns = []
-    for c in spec.TABLES[name]:
-        column = F.col(f"`{c.name}`")
-        if c.type == "time":
-            column = F.timestamp_micros(F.expr(f"`{c.name}` div 1000"))
-        elif c.name in ("frame", "request_frame", "response_frame", "stream"):
-            from .pipeline import spark_type
-            column = column.cast(spark_type(c.type))
-        columns.append(column.alias(c.name))
-    return rows.select(*columns)
+    for field in schema:
+        if field.name == "_part":
+            continue
+        column = part.column(field.name)
+        if field.name in _FRAME_REFERENCES[name]:
+            column = _mapped(column, frames)
+        elif field.name == "stream":
+            column = _mapped(column, stream_ids.get(g, np.zeros(0, np.int64)))
+        elif pa.types.is_timestamp(field.type):
+            column = pc.divide(column, 1000).cast(field.type)
+        columns.append(column)
+    return schema, columns
+
+
+def _renumber(name: str, stream_ids: dict, total: int, labels: list[int]):
+    """The cogroup function: a group's batches of ``name`` and its (local, global) frame numbers, as rows with
+    global numbers and their output partition (a label Spark's hash partitioning sends to the partition of
+    their range of the sort key)."""
+    width = len(labels)
+    label = np.array(labels, dtype=np.int64)
+
+    def renumber(key, blobs, numbers):
+        import pyarrow as pa
+
+        from .decode import parts
+
+        g = key[0].as_py()
+        frames = _lookup(numbers.column("local").to_numpy(), numbers.column("number").to_numpy())
+        out = []
+        schema = _arrow_schema(name, True)
+        for part in parts(blobs, name):
+            schema, columns = _global_batch(name, part, g, frames, stream_ids, True)
+            sort = columns[schema.get_field_index(_SORT[name][0])].fill_null(1).to_numpy().astype(np.int64)
+            place = np.clip((sort - 1) * width // max(total, 1), 0, width - 1)
+            out.append(pa.RecordBatch.from_arrays([*columns, pa.array(label[place])], schema=schema))
+        return pa.Table.from_batches(out, schema=schema)
+    return renumber
+
+
+def _restream(name: str, stream_ids: dict):
+    """The mapInArrow function giving a table without frame references (connections) global stream ids."""
+    def restream(batches):
+        import pyarrow as pa
+
+        from .decode import parts
+
+        for batch in batches:
+            for g, part in zip(batch.column("g").to_pylist(), parts(batch, name)):
+                schema, columns = _global_batch(name, part, g, np.zeros(0, np.int64), stream_ids, False)
+                yield pa.RecordBatch.from_arrays(columns, schema=schema)
+    return restream

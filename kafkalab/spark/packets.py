@@ -33,19 +33,21 @@ Packet = tuple
 INDEX_COLUMNS = (("rank", "int64"), ("start", "int64"), ("pos", "int64"), ("ts", "int64"), ("src", "string"),
                  ("sport", "int64"), ("dst", "string"), ("dport", "int64"), ("seq", "int64"), ("ack", "int64"),
                  ("flags", "int64"), ("off", "int64"), ("len", "int64"), ("payload", "binary"),
-                 ("notes", "list<string>"), ("note", "string"))
+                 ("notes", "string"), ("note", "string"))
+NOTES_SEP = "\x1e"     # a packet's diagnostics in one string: Spark's Arrow writer, feeding Python, measures
+                        # its batch after every row, and for a list column of nulls that costs the rows so far
 
 
 def index_schema():
     import pyarrow as pa
 
-    types = {"int64": pa.int64(), "string": pa.string(), "binary": pa.binary(), "list<string>": pa.list_(pa.string())}
+    types = {"int64": pa.int64(), "string": pa.string(), "binary": pa.binary()}
     return pa.schema([(name, types[kind]) for name, kind in INDEX_COLUMNS])
 
 
 def index_ddl() -> str:
     """The index rows' schema for Spark."""
-    kinds = {"int64": "bigint", "string": "string", "binary": "binary", "list<string>": "array<string>"}
+    kinds = {"int64": "bigint", "string": "string", "binary": "binary"}
     return ", ".join(f"`{name}` {kinds[kind]}" for name, kind in INDEX_COLUMNS)
 
 
@@ -150,7 +152,7 @@ def _general(rank: int, path: str, start: int, end: int, notes: list) -> dict:
             "dst": [p.dst for p in packets], "dport": [p.dport for p in packets], "seq": [p.seq for p in packets],
             "ack": [p.ack for p in packets], "flags": [p.flags for p in packets], "off": [-1] * n,
             "len": [len(p.payload) for p in packets], "payload": [bytes(p.payload) for p in packets],
-            "notes": [list(p.diagnostics) for p in packets]}
+            "notes": [NOTES_SEP.join(p.diagnostics) or None for p in packets]}
 
 
 _MAPS: dict[tuple, object] = {}

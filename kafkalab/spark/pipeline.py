@@ -15,12 +15,15 @@ is Arrow batches, and no payload byte is shuffled):
    topic names from. Groups are packed into decode tasks of about equal bytes (:func:`decode_tasks`) and the
    index rows are shuffled to their task.
 4. **Decode** (a task each, :mod:`.decode`): the task reads its payloads by offset from the shared files and
-   runs the engine's bulk stages over them in global order, giving Arrow batches (``applyInArrow``). If a
-   frame names a topic id its task could not name but another task could, the facts are not local and the
-   capture is decoded again as one task (exact, not parallel).
-5. **Number** (:mod:`.numbering`, Spark SQL): stream ids by the order key of each connection's first packet
-   (collected: one per connection); frame numbers by ``row_number`` over the frames' sort keys; joins on
-   (task, local number) rewrite every frame and stream reference in the four tables.
+   runs the engine's bulk stages over them in global order, giving Arrow batches (``applyInArrow``), each
+   carried to the JVM as the bytes of one narrow row (kind, group, batch), cached. If a frame names a topic
+   id its task could not name but another task could, the facts are not local and the capture is decoded
+   again as one task (exact, not parallel).
+5. **Number** (:mod:`.numbering`): stream ids by the order key of each connection's first packet
+   (collected: one per connection); frame numbers by ``row_number`` over the frames' sort keys (Spark SQL,
+   narrow rows); each group's batches of a table meet its (local, global) numbers in a Python task that
+   rewrites every frame and stream reference, and the rows are shuffled once to the partition of their
+   range of frame numbers and sorted there.
 """
 from __future__ import annotations
 
@@ -141,22 +144,32 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) 
         width = sc.defaultParallelism * 2
     tasks = decode_tasks(groups, sizes, width, cuts)
     decoded = _decode(spark, index, tasks, cuts, files, ports, width).persist(KEPT)
-    facts = decoded.where("kind in ('stream', 'topics')").select("kind", "g", "stream", "topics").collect()
-    topics = [(set(row["topics"]["unresolved"]), set(row["topics"]["known"])) for row in facts if row["kind"] == "topics"]
+    facts = _facts(decoded)
+    topics = [(set(row["unresolved"]), set(row["known"])) for _, row in facts["topics"]]
     known = set().union(*(k for _, k in topics)) if topics else set()
     if any(u & known for u, _ in topics) and len(topics) > 1:
         decoded.unpersist()
         cuts = {}
         decoded = _decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, 1).persist(KEPT)
-        facts = decoded.where("kind = 'stream'").select("kind", "g", "stream").collect()
+        facts = _facts(decoded)
     aliases = {(c["rank"], c["start"], c["pos"] - POS_STEP + 1): c["first"] for found in cuts.values() for c in found}
-    streams = [(aliases.get(key, key), (row["g"], s["local"]))
-               for row in facts if row["kind"] == "stream" for s in [row["stream"]]
+    streams = [(aliases.get(key, key), (g, s["local"])) for g, s in facts["stream"]
                for key in [(s["rank"], s["start"], s["pos"])]]
-    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases))
+    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases), payload_bytes=sum(sizes.values()))
     index.unpersist()
     return SparkCapture(tables["frames"], tables["exchanges"], tables["records"], tables["connections"],
                         capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()})
+
+
+def _facts(decoded) -> dict:
+    """Kind -> (group, row) for the decode tasks' small facts: each connection's first packet (``stream``)
+    and the topic ids each task could and could not name (``topics``)."""
+    from .decode import part
+
+    out: dict = {"stream": [], "topics": []}
+    for row in decoded.where("kind in ('stream', 'topics')").select("kind", "g", "data").collect():
+        out[row["kind"]] += [(row["g"], values) for values in part(row["kind"], row["data"]).to_pylist()]
+    return out
 
 
 def heavy_cuts(spark, index, sizes: dict, width: int, files: list[str], kafka_ports) -> dict:
