@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from functools import lru_cache
 from typing import Iterable
 
 from kafkalab.dissect import decoding
@@ -206,8 +207,12 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             if client_id and client_id not in conn.client_ids:
                 conn.client_ids.append(client_id)
         else:
-            correlation_id = (unpack_from(raw, 4)[0] if len(raw) >= 8 else -1) if raw is not None else \
-                _correlation_id(data, where)
+            if raw is not None:
+                correlation_id = unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
+            elif len(where) == 2:
+                correlation_id = unpack_from(data, where[0] + 4)[0] if where[1] - where[0] >= 8 else -1
+            else:
+                correlation_id = _correlation_id(data, where)
             asked = conn.asked.response(correlation_id)
             if raw is None and (asked is None or not deferrable(asked[2], asked[3])):
                 raw = data[where[0]:where[1]] if len(where) == 2 else span_bytes(view, where)
@@ -302,6 +307,7 @@ def _correlation_id(data, where: tuple) -> int:
     return _SIZE.unpack_from(buffer, at + 4)[0] if len(buffer) - at >= 8 else -1
 
 
+@lru_cache(maxsize=None)
 def deferrable(api_key: int, version: int) -> bool:
     """Whether a paired response's describing may wait: a Produce or Fetch response (the frames the records
     table reads, and most of a capture's bytes) of a version without topic ids, whose description is the

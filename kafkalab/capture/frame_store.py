@@ -69,16 +69,15 @@ class FrameStore:
         indexes, describe = self._deferred
         columns = self._columns
         api_keys, versions = columns["api_key"], columns["api_version"]
-        named = (columns["api_name"], columns["correlation_id"], columns["size"], columns["error_code"],
-                 columns["error"], columns["topics"], columns["record_count"], columns["summary"],
-                 columns["diagnostics"])
+        names, correlation_ids, sizes, codes, errors, topics, record_counts, summaries, diagnostics = (
+            columns["api_name"], columns["correlation_id"], columns["size"], columns["error_code"],
+            columns["error"], columns["topics"], columns["record_count"], columns["summary"],
+            columns["diagnostics"])
         raw = self.raw
         with (raw.reader() if hasattr(raw, "reader") else nullcontext(raw.__getitem__)) as read:
             for i in indexes:
-                values = describe(read(i), api_keys[i], versions[i])
-                for column, value in zip(named, values):
-                    column[i] = value
-                topic_ids, message = values[-2], values[-1]
+                (names[i], correlation_ids[i], sizes[i], codes[i], errors[i], topics[i], record_counts[i],
+                 summaries[i], diagnostics[i], topic_ids, message) = describe(read(i), api_keys[i], versions[i])
                 if message is not None or topic_ids is not None:
                     self.extras[i] = (message, topic_ids)
         self._deferred = None
