@@ -35,6 +35,7 @@ from .packets import POS_STEP, resolve_unit
 from .plan import TARGET_BYTES, plan
 
 DEFAULT_PORTS = frozenset({9092, 9093, 9094})
+DECODE_TASK_BYTES = 256 << 20       # payload bytes a decode task takes on (see decode_width)
 
 
 @dataclass
@@ -118,9 +119,12 @@ def _units(sc, units: list) -> list:
 
 
 
-def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) -> SparkCapture:
+def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES,
+                 task_bytes: int = DECODE_TASK_BYTES) -> SparkCapture:
     """The frames, exchanges, records and connections of the capture in ``paths`` (files, globs,
-    directories; several files are one capture) as DataFrames, decoded on ``spark``."""
+    directories; several files are one capture) as DataFrames, decoded on ``spark``. ``target_bytes``: the
+    capture bytes a read task indexes; ``task_bytes``: the payload bytes a decode task decodes (see
+    :func:`decode_width`)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -138,10 +142,11 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) 
     sizes = {((row["ka_ip"], row["ka_port"]), (row["kb_ip"], row["kb_port"])): row["bytes"]
              for row in facts if row["note"] is None}
     groups = group_of_connections(list(sizes), ports)
-    width = max(1, min(len(set(groups.values())), sc.defaultParallelism * 2))
-    cuts = heavy_cuts(spark, index, sizes, sc.defaultParallelism * 2, files, DEFAULT_PORTS | set(ports))
+    wide = decode_width(sum(sizes.values()), sc.defaultParallelism, task_bytes)
+    width = max(1, min(len(set(groups.values())), wide))
+    cuts = heavy_cuts(spark, index, sizes, wide, files, DEFAULT_PORTS | set(ports))
     if cuts:
-        width = sc.defaultParallelism * 2
+        width = wide
     tasks = decode_tasks(groups, sizes, width, cuts)
     decoded = _decode(spark, index, tasks, cuts, files, ports, width).persist(KEPT)
     facts = _facts(decoded)
@@ -159,6 +164,17 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES) 
     index.unpersist()
     return SparkCapture(tables["frames"], tables["exchanges"], tables["records"], tables["connections"],
                         capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()})
+
+
+def decode_width(payload_bytes: int, parallelism: int, task_bytes: int = DECODE_TASK_BYTES) -> int:
+    """How many decode tasks share a capture's ``payload_bytes``: two per core at least (a task that ends
+    late then idles one core for half as long), and more as the capture grows, so that each task's share
+    stays near ``task_bytes`` whatever the input's size. A decode task holds its share's tables while it
+    runs, and so does the task that renumbers them: with a fixed number of tasks, a Python worker's memory
+    would grow with the capture (a 20 GB capture on two cores would give each of four tasks 5 GB). A
+    connection heavier than a share is cut into ranges (:func:`heavy_cuts`), so a share is bounded by
+    ``task_bytes`` but for one client host's many light connections, which stay together for inference."""
+    return int(max(1, 2 * parallelism, -(-payload_bytes // max(1, task_bytes))))
 
 
 def _facts(decoded) -> dict:

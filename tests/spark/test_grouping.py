@@ -26,3 +26,15 @@ def test_a_connection_whose_ports_do_not_name_the_client_joins_both_hosts_groups
     groups = group_of_connections([a, b, unknown], [])
     assert groups[a] == groups[b] == groups[unknown]
     assert len(set(group_of_connections([a, b, unknown], [5555]).values())) == 2     # -p 5555: 10.0.0.2 is the client
+
+
+def test_decode_tasks_grow_with_the_capture_so_a_tasks_share_stays_bounded():
+    from kafkalab.spark.pipeline import DECODE_TASK_BYTES, decode_width
+
+    assert decode_width(10 << 20, 2) == 4                  # a small capture: two tasks per core
+    assert decode_width(0, 1) == 2
+    big = 20 * 10**9                                       # 20 GB on two cores: not four 5 GB shares
+    width = decode_width(big, 2)
+    assert width > 4 and big / width <= DECODE_TASK_BYTES
+    assert decode_width(2 * big, 2) >= 2 * width - 1       # twice the capture, twice the tasks
+    assert decode_width(big, 64) == max(128, width)         # a big cluster keeps two tasks per core

@@ -137,3 +137,14 @@ def test_a_heavy_connection_is_cut_into_ranges_decoded_by_separate_tasks_with_th
     key = tuple(sorted([HEAVY_CLIENT, ("10.0.9.9", 9092)]))
     assert spark_capture.split.get(key, 1) > 1            # the plan: its ranges went to separate decode tasks
     assert_same_rows(spark_capture, engine)
+
+
+def test_smaller_decode_shares_cut_the_heavy_connection_into_more_ranges_with_the_engines_rows(spark_local, tmp_path):
+    """What a capture far larger than the cluster's cores gets: more decode tasks, each a bounded share."""
+    path = heavy_connection_pcap(tmp_path / "heavy.pcap")
+    key = tuple(sorted([HEAVY_CLIENT, ("10.0.9.9", 9092)]))
+    default = read_capture(spark_local, [path]).split.get(key, 1)
+    payload = int(kafkalab.read_capture(path).connections[["client_bytes", "server_bytes"]].sum().sum())
+    spark_capture = read_capture(spark_local, [path], task_bytes=payload // 12)
+    assert spark_capture.split.get(key, 1) > default
+    assert_same_rows(spark_capture, kafkalab.read_capture(path))
