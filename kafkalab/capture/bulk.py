@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from array import array
 from functools import lru_cache
 from typing import Iterable
 
@@ -76,11 +77,11 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
         while True:
             next(decoder)
     except StopIteration as done:
-        row_columns, objects, extras, analyzer, deferred = done.value
+        row_columns, objects, extras, analyzer, deferred, places = done.value
     del events, packet_conn, columns, windows
     analyzer.packet_count = packets
     store = FrameStore(row_columns, objects, extras)
-    store.raw = FileBytes(path, store.raw) if path is not None else HeldBytes(data, store.raw)
+    store.raw = FileBytes(path, store.raw, places) if path is not None else HeldBytes(data, store.raw)
     if deferred:
         repeats = Repeats()                     # the deferred responses' own (see describe_response)
         store.defer(deferred, lambda raw, api_key, version: describe_response(raw, api_key, version, repeats))
@@ -107,7 +108,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     table's values column by column (the row layout, R_FRAME to R_OFFSET, each value appended to its
     column as the frame is made: no tuple per frame to take apart again), the general pipeline's Frame objects by index (their column
     values are placeholders until :class:`FrameStore` fills them in), and index -> (kept message, topic ids)
-    where either is set."""
+    where either is set, and each row's place as two arrays (start, end; -1 where the frame is not one range
+    of the file, see :class:`FileBytes`), made here for less than making them from the places afterwards."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
@@ -118,6 +120,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     (add_frame, add_stream, add_src, add_dst, add_kind, add_api_key, add_api_name, add_version, add_correlation,
      add_client_id, add_size, add_code, add_error, add_topics, add_records, add_summary, add_notes, add_ts, add_raw,
      add_offset) = [column.append for column in filled]
+    place_starts, place_ends = array("q"), array("q")   # each row's place (see FileBytes) for a whole read
+    add_start, add_end = place_starts.append, place_ends.append
     objects: dict[int, object] = {}
     extras: dict[int, tuple] = {}
     pairs: list[tuple] = []                     # (request index, response index, latency)
@@ -141,6 +145,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     for frame in events:
         if frame is WINDOW_END:                 # rows so far: a streaming reader takes them now
             yield index
+            if not whole:                       # the reader took the window's rows and their places
+                del place_starts[:], place_ends[:]
             continue
         if frame.__class__ is int:              # a packet of an irregular connection
             i = frame
@@ -158,6 +164,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 index += 1
                 for column in filled:           # placeholders: FrameStore fills them from the object
                     column.append(None)
+                add_start(-1)
+                add_end(-1)
             count = analyzer.frame_count
             if sessions[conn.index].kafka is False:
                 given_up.add(conn.index)
@@ -166,12 +174,16 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             i, conn, side, offset, start, end = frame
             raw = data[start:end] if not defer or side == conn.client else None    # None: copied when needed
             where = (start, end)
+            add_start(start)
+            add_end(end)
             if start > let_go:                  # the pages read so far are let go (see pcap.index.release)
                 release(data, start)
                 let_go = start + WINDOW
         else:
             i, conn, side, offset, _, _, where = frame
             raw = span_bytes(view, where) if not defer or side == conn.client else None
+            add_start(-1)
+            add_end(-1)
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
@@ -300,6 +312,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         index += 1
         for column in filled:
             column.append(None)
+        add_start(-1)
+        add_end(-1)
     yield index
     if not whole:                               # a streaming reader took every row already
         return None
@@ -316,7 +330,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     dense[R_RESPONSE_FRAME] = response_frames
     dense[R_LATENCY] = latency_column
     dense[R_INFERRED] = inferred_column
-    return dense, objects, extras, analyzer, deferred
+    return dense, objects, extras, analyzer, deferred, (place_starts, place_ends)
 
 
 def _correlation_id(data, where: tuple) -> int:
