@@ -98,18 +98,19 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
 
     A generator: it first yields (row columns, objects, extras, pairs, inferred_at, analyzer), the
     containers it fills (the row columns: one list per field of the row layout, R_FRAME to R_OFFSET, the
-    pairing ones, see :data:`.frame_store.PAIRING`, left empty), then the row count at each window's end (a streaming
-    reader takes the rows and clears the columns).
+    pairing ones, see :data:`.frame_store.PAIRING`, left empty), then the row count at each window's end
+    (a streaming reader takes the rows and clears the columns).
     With ``defer``, the paired Produce and Fetch responses whose description cannot depend on the capture's
     topic names (see :func:`deferrable`) are cut and paired but not decoded nor described: their described
     columns stay None, to be filled by :func:`describe_response` when something asks for them (see
     :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
-    With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes): the frames
-    table's values column by column (the row layout, R_FRAME to R_OFFSET, each value appended to its
-    column as the frame is made: no tuple per frame to take apart again), the general pipeline's Frame objects by index (their column
-    values are placeholders until :class:`FrameStore` fills them in), and index -> (kept message, topic ids)
-    where either is set, and each row's place as two arrays (start, end; -1 where the frame is not one range
-    of the file, see :class:`FileBytes`), made here for less than making them from the places afterwards."""
+    With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes, places): the
+    frames table's values column by column (the row layout, R_FRAME to R_OFFSET, each value appended to its
+    column as the frame is made: no tuple per frame to take apart again), the general pipeline's Frame
+    objects by index (their column values are placeholders until :class:`FrameStore` fills them in),
+    index -> (kept message, topic ids) where either is set, and each row's place as two arrays (start, end;
+    -1 where the frame is not one range of the file, see :class:`FileBytes`), noted as the frames are cut
+    for less than packing them from the places afterwards."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
