@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from array import array
 from functools import lru_cache
 from typing import Iterable
 
@@ -32,8 +33,8 @@ from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expec
 
 from .analyzer import Analyzer
 from .engine import WINDOW_END, Bail, mapped, plan, window_events
-from .frame_store import (R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes, FrameStore,
-                          HeldBytes)
+from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes,
+                          FrameStore, HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
 from .segments import span_bytes, span_head
 from .streams import Conn
@@ -76,11 +77,11 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
         while True:
             next(decoder)
     except StopIteration as done:
-        row_columns, objects, extras, analyzer, deferred = done.value
+        row_columns, objects, extras, analyzer, deferred, places = done.value
     del events, packet_conn, columns, windows
     analyzer.packet_count = packets
     store = FrameStore(row_columns, objects, extras)
-    store.raw = FileBytes(path, store.raw) if path is not None else HeldBytes(data, store.raw)
+    store.raw = FileBytes(path, store.raw, places) if path is not None else HeldBytes(data, store.raw)
     if deferred:
         repeats = Repeats()                     # the deferred responses' own (see describe_response)
         store.defer(deferred, lambda raw, api_key, version: describe_response(raw, api_key, version, repeats))
@@ -95,25 +96,33 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
 
-    A generator: it first yields (rows, objects, extras, pairs, inferred_at, analyzer), the containers it
-    fills, then the row count at each window's end (a streaming reader takes the rows and clears them).
+    A generator: it first yields (row columns, objects, extras, pairs, inferred_at, analyzer), the
+    containers it fills (the row columns: one list per field of the row layout, R_FRAME to R_OFFSET, the
+    pairing ones, see :data:`.frame_store.PAIRING`, left empty), then the row count at each window's end
+    (a streaming reader takes the rows and clears the columns).
     With ``defer``, the paired Produce and Fetch responses whose description cannot depend on the capture's
     topic names (see :func:`deferrable`) are cut and paired but not decoded nor described: their described
     columns stay None, to be filled by :func:`describe_response` when something asks for them (see
     :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
-    With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes): the frames
-    table's values column by column (the row layout, R_FRAME to R_OFFSET; each frame's values are one tuple
-    until the columns are made at the end), the general pipeline's Frame objects by index (their column
-    values are placeholders until :class:`FrameStore` fills them in), and index -> (kept message, topic ids)
-    where either is set."""
+    With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes, places): the
+    frames table's values column by column (the row layout, R_FRAME to R_OFFSET, each value appended to its
+    column as the frame is made: no tuple per frame to take apart again), the general pipeline's Frame
+    objects by index (their column values are placeholders until :class:`FrameStore` fills them in),
+    index -> (kept message, topic ids) where either is set, and each row's place as two arrays (start, end;
+    -1 where the frame is not one range of the file, see :class:`FileBytes`), noted as the frames are cut
+    for less than packing them from the places afterwards."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
     topic_names = analyzer.topic_names
     names: dict[int, str] = {}
-    rows: list[tuple] = []                      # one tuple per frame in the row layout, columns at the end
-    append = rows.append
-    placeholder = (None,) * (R_OFFSET + 1)
+    row_columns: list[list] = [[] for _ in range(R_OFFSET + 1)]   # the row layout, a list per field
+    filled = [column for k, column in enumerate(row_columns) if k not in PAIRING]    # pairing: at the end
+    (add_frame, add_stream, add_src, add_dst, add_kind, add_api_key, add_api_name, add_version, add_correlation,
+     add_client_id, add_size, add_code, add_error, add_topics, add_records, add_summary, add_notes, add_ts, add_raw,
+     add_offset) = [column.append for column in filled]
+    place_starts, place_ends = array("q"), array("q")   # each row's place (see FileBytes) for a whole read
+    add_start, add_end = place_starts.append, place_ends.append
     objects: dict[int, object] = {}
     extras: dict[int, tuple] = {}
     pairs: list[tuple] = []                     # (request index, response index, latency)
@@ -133,10 +142,12 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     seen_request, seen_response = repeats.request, repeats.response
     remember_request, remember_response = repeats.remember_request, repeats.remember_response
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
-    yield rows, objects, extras, pairs, inferred_at, analyzer
+    yield row_columns, objects, extras, pairs, inferred_at, analyzer
     for frame in events:
         if frame is WINDOW_END:                 # rows so far: a streaming reader takes them now
             yield index
+            if not whole:                       # the reader took the window's rows and their places
+                del place_starts[:], place_ends[:]
             continue
         if frame.__class__ is int:              # a packet of an irregular connection
             i = frame
@@ -152,7 +163,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             for made in analyzer.feed(packet):
                 objects[index] = made
                 index += 1
-                append(placeholder)
+                for column in filled:           # placeholders: FrameStore fills them from the object
+                    column.append(None)
+                add_start(-1)
+                add_end(-1)
             count = analyzer.frame_count
             if sessions[conn.index].kafka is False:
                 given_up.add(conn.index)
@@ -161,12 +175,16 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             i, conn, side, offset, start, end = frame
             raw = data[start:end] if not defer or side == conn.client else None    # None: copied when needed
             where = (start, end)
+            add_start(start)
+            add_end(end)
             if start > let_go:                  # the pages read so far are let go (see pcap.index.release)
                 release(data, start)
                 let_go = start + WINDOW
         else:
             i, conn, side, offset, _, _, where = frame
             raw = span_bytes(view, where) if not defer or side == conn.client else None
+            add_start(-1)
+            add_end(-1)
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
@@ -266,9 +284,26 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             if api_key == API_VERSIONS and body:
                 conn.advertised.extend(advertised_ranges(body))
         ends = conn.names
-        append((count, conn.index, ends[side], ends[1 - side], kind, api_key, api_name, version, correlation_id,
-                client_id, size, None, None, None, code, error, topics, records, summary, notes, None, ts,
-                where, offset))                 # where: the bytes stay in the file (see FileBytes)
+        add_frame(count)
+        add_stream(conn.index)
+        add_src(ends[side])
+        add_dst(ends[1 - side])
+        add_kind(kind)
+        add_api_key(api_key)
+        add_api_name(api_name)
+        add_version(version)
+        add_correlation(correlation_id)
+        add_client_id(client_id)
+        add_size(size)
+        add_code(code)
+        add_error(error)
+        add_topics(topics)
+        add_records(records)
+        add_summary(summary)
+        add_notes(notes)
+        add_ts(ts)
+        add_raw(where)                          # where: the bytes stay in the file (see FileBytes)
+        add_offset(offset)
         if keep or topic_ids is not None:
             extras[index] = (message if keep else None, topic_ids)
         index += 1
@@ -276,12 +311,14 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     for made in analyzer.finish():              # the general pipeline's connections end (as at end of capture)
         objects[index] = made
         index += 1
-        append(placeholder)
+        for column in filled:
+            column.append(None)
+        add_start(-1)
+        add_end(-1)
     yield index
     if not whole:                               # a streaming reader took every row already
         return None
-    dense = [list(column) for column in zip(*rows)] if rows else [[] for _ in placeholder]
-    rows.clear()
+    dense = row_columns
     request_frames, response_frames, latency_column = [None] * index, [None] * index, [None] * index
     for asked, answer, asked_frame, answer_frame, latency in pairs:
         response_frames[asked] = answer_frame
@@ -294,7 +331,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     dense[R_RESPONSE_FRAME] = response_frames
     dense[R_LATENCY] = latency_column
     dense[R_INFERRED] = inferred_column
-    return dense, objects, extras, analyzer, deferred
+    return dense, objects, extras, analyzer, deferred, (place_starts, place_ends)
 
 
 def _correlation_id(data, where: tuple) -> int:

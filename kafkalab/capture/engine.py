@@ -32,7 +32,7 @@ from typing import Iterable, Iterator
 from kafkalab.pcap import PacketDecoder
 from kafkalab.pcap.files import LinkRecord
 
-from .frame_store import R_INFERRED, R_LATENCY, R_REQUEST_FRAME, R_RESPONSE_FRAME
+from .frame_store import PAIRING, R_INFERRED
 from .segments import span_bytes
 from .regularity import NotRegular
 from .streams import Conn, Streams, _dotted
@@ -184,7 +184,7 @@ class FrameStream:
         columns, packet_conn = [[] for _ in range(11)], []
         events = window_events(data, conns, self._ports, None, columns, packet_conn, STREAM_WINDOW)
         decoder = _decode(data, columns, conns, packet_conn, events, self._ports, whole=False)
-        rows, objects, extras, pairs, inferred_at, self.analyzer = next(decoder)
+        row_columns, objects, extras, pairs, inferred_at, self.analyzer = next(decoder)
         self.analyzer.diagnostics = self._notes
         self.analyzer.packet_count = self.packets
         base = 0
@@ -192,32 +192,34 @@ class FrameStream:
             for end in decoder:
                 if self._bar is not None:
                     self._bar.update(len(packet_conn))
-                made = self._frames(base, rows, objects, extras, inferred_at)
+                made = self._frames(base, row_columns, objects, extras, inferred_at)
                 self._pair(base, made, pairs)
-                rows.clear()
+                for column in row_columns:
+                    column.clear()
                 base = end
                 yield from made
         finally:
             if self._bar is not None:
                 self._bar.close()
 
-    def _frames(self, base: int, rows: list, objects: dict, extras: dict, inferred_at: list) -> list:
-        """The window's rows (numbered from ``base``) as Frames (the general path's are its own objects)."""
+    def _frames(self, base: int, columns: list, objects: dict, extras: dict, inferred_at: list) -> list:
+        """The window's rows (``columns`` in the row layout, the pairing ones empty; numbered from ``base``)
+        as Frames (the general path's are its own objects)."""
         from kafkalab.dissect.frame import frame_from_row
 
-        from .frame_store import R_DIAGNOSTICS, R_OFFSET, R_RAW, R_TOPICS, R_TS
+        from .frame_store import R_DIAGNOSTICS, R_FRAME, R_OFFSET, R_RAW, R_TOPICS, R_TS
 
         data, view = self._data, memoryview(self._data)
         inferred = set(inferred_at)
         inferred_at.clear()
         made = []
-        for j, values in enumerate(rows):
+        for k in PAIRING:                           # None here, filled in below and by _pair
+            columns[k][:] = [None] * len(columns[R_FRAME])
+        for j, values in enumerate(zip(*columns)):
             i = base + j
             frame = objects.pop(i, None) if objects else None
             if frame is None:
                 row = list(values[:R_TS + 1])
-                for k in _PAIRING:                  # filled in by _pair
-                    row[k] = None
                 row[R_INFERRED] = i in inferred
                 row[R_TOPICS], row[R_DIAGNOSTICS] = list(row[R_TOPICS]), list(row[R_DIAGNOSTICS])
                 where = values[R_RAW]
@@ -242,6 +244,3 @@ class FrameStream:
             self._open = {i: frame for i, frame in self._open.items()
                           if (conns[frame.stream].asked.in_flight.get(frame.correlation_id) or (None,))[0] == i}
             self._waiting = {id(frame) for frame in self._open.values()}
-
-
-_PAIRING = frozenset({R_REQUEST_FRAME, R_RESPONSE_FRAME, R_LATENCY, R_INFERRED})   # filled in by pairing

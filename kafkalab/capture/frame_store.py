@@ -10,6 +10,7 @@ from contextlib import contextmanager, nullcontext
 (R_FRAME, R_STREAM, R_SRC, R_DST, R_KIND, R_API_KEY, R_API_NAME, R_API_VERSION, R_CORRELATION, R_CLIENT_ID, R_SIZE,
  R_REQUEST_FRAME, R_RESPONSE_FRAME, R_LATENCY, R_ERROR_CODE, R_ERROR, R_TOPICS, R_RECORD_COUNT, R_SUMMARY,
  R_DIAGNOSTICS, R_INFERRED, R_TS, R_RAW, R_OFFSET, R_TOPIC_IDS, R_MESSAGE) = range(26)
+PAIRING = frozenset({R_REQUEST_FRAME, R_RESPONSE_FRAME, R_LATENCY, R_INFERRED})   # known once a pair is complete
 
 
 class FrameStore:
@@ -182,11 +183,12 @@ class FileBytes:
     64-bit integers (start -1: the entry is in ``others``), not a tuple per frame: a large capture's
     millions of tuples would be walked by every full garbage collection (and at exit)."""
 
-    def __init__(self, path, entries: list) -> None:
+    def __init__(self, path, entries: list, places: tuple | None = None) -> None:
+        """``places``: (starts, ends) of the entries already, if their maker has them (see :func:`_compact`)."""
         self.path = os.fspath(path)
         info = os.stat(self.path)
         self._stamp = (info.st_size, info.st_mtime_ns)
-        self.starts, self.ends, self.others = _compact(entries)
+        self.starts, self.ends, self.others = _compact(entries, places)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -253,15 +255,35 @@ class FileBytes:
             data.close()
 
 
-def _compact(entries: list) -> tuple:
+def _compact(entries: list, places: tuple | None = None) -> tuple:
     """``entries`` as (starts, ends, others): the places ``(start, end)`` as two arrays of 64-bit integers
     (-1 where the entry is something else), the other entries by index (bytes, and spans with the segment
     positions they share, a direction's segment starts and lengths, the first two items of a span, see
-    :func:`.segments.span_ranges`, held as arrays: lists of Python ints would keep tens of megabytes)."""
+    :func:`.segments.span_ranges`, held as arrays: lists of Python ints would keep tens of megabytes).
+    ``places``: the two arrays already (as the engine's rows stage makes them): only the other entries are
+    looked at."""
     from array import array
 
     shared: dict[int, tuple] = {}
     others: dict[int, object] = {}
+
+    def other(i: int, entry) -> None:
+        if entry is None or isinstance(entry, (bytes, bytearray)) or len(entry) == 2:
+            others[i] = entry
+            return
+        segment_starts, lengths = entry[0], entry[1]
+        pair = shared.get(id(segment_starts))
+        if pair is None:
+            pair = shared[id(segment_starts)] = (array("q", segment_starts), array("q", lengths), segment_starts)
+        others[i] = (pair[0], pair[1], *entry[2:])
+
+    if places is not None:
+        import numpy as np
+
+        starts, ends = places
+        for i in np.flatnonzero(np.frombuffer(starts, dtype=np.int64) < 0).tolist():
+            other(i, entries[i])
+        return starts, ends, others
     starts, ends = array("q"), array("q")
     add_start, add_end = starts.append, ends.append
     for i, entry in enumerate(entries):
@@ -271,14 +293,7 @@ def _compact(entries: list) -> tuple:
             continue
         add_start(-1)
         add_end(-1)
-        if entry is None or isinstance(entry, (bytes, bytearray)) or len(entry) == 2:
-            others[i] = entry
-            continue
-        segment_starts, lengths = entry[0], entry[1]
-        pair = shared.get(id(segment_starts))
-        if pair is None:
-            pair = shared[id(segment_starts)] = (array("q", segment_starts), array("q", lengths), segment_starts)
-        others[i] = (pair[0], pair[1], *entry[2:])
+        other(i, entry)
     return starts, ends, others
 
 class HeldBytes(FileBytes):
