@@ -51,20 +51,45 @@ def batch_heads(data: bytes | memoryview) -> list:
     batch; a batch object per batch (its bytes copied, its records ready to decode) costs several times that."""
     if not data:
         return []
+    heads = _regular_heads(data)
+    return heads if heads is not None else decode_records(data)
+
+
+def _regular_heads(data: bytes | memoryview) -> list | None:
+    """The :class:`BatchHead` of each entry of ``data`` where each is a whole v2 batch with room for its
+    header; else None."""
     buf = data if isinstance(data, (bytes, memoryview)) else memoryview(data)
     out = []
     pos, end = 0, len(buf)
     head_size, crc_start, unpack, crc = v2.HEADER_SIZE, v2.CRC_START, v2.HEADER.unpack_from, checksum.crc32c
     while pos < end:
         if end - pos < head_size or buf[pos + _MAGIC_AT] != 2:
-            return decode_records(data)
+            return None
         head = unpack(buf, pos)
         stop = pos + LOG_OVERHEAD + head[1]
         if head[1] < head_size - LOG_OVERHEAD or stop > end:
-            return decode_records(data)
+            return None
         out.append(BatchHead(head[0], head[12], crc(buf[pos + crc_start:stop]) == head[4]))
         pos = stop
     return out
+
+
+def regular_count(data: bytes | memoryview) -> int | None:
+    """How many records the batches of ``data`` hold, where every entry is a whole v2 batch with room for its
+    header and a CRC that matches (the count :func:`batch_heads` gives such a set); None for any other set.
+
+    Why: a frame description reads nothing else of such a set, so frames whose other bytes are alike can
+    share one description (see ``kafkalab.dissect.shapes.RecordsShape``)."""
+    heads = _regular_heads(data) if data else []
+    if heads is None:
+        return None
+    total = 0
+    for head in heads:
+        if not head.crc_ok:
+            return None
+        if head.record_count > 0:
+            total += head.record_count
+    return total
 
 
 def trace_records(data: bytes | memoryview, parent: FieldNode, base: int, path: str, *,
