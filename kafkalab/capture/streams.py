@@ -42,7 +42,7 @@ import numpy as np
 from kafkalab.pcap import endpoint
 from kafkalab.protocol.correlation import Asked
 
-from .regularity import NEVER, Carried
+from .regularity import NEVER, Carried, stable_order
 from .segments import Direction, span_head
 
 _REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
@@ -168,7 +168,7 @@ class Streams:
         length = index.payload_length
         cut: list = [] if frames is None else frames
         start = len(cut)
-        order = np.argsort(stream, kind="stable")
+        order = stable_order(stream)
         sorted_streams = stream[order]
         present = np.unique(sorted_streams)
         bounds = np.searchsorted(sorted_streams, np.append(present, present[-1] + 1))
@@ -254,7 +254,7 @@ class Streams:
         frames: list[tuple] = []
         regular = ~irregular[conn_of] & (index.payload_length > 0)
         where = np.nonzero(regular)[0]
-        order = where[np.argsort(stream[where], kind="stable")]
+        order = where[stable_order(stream[where])]
         sorted_streams = stream[order]
         if len(order):
             present = np.unique(sorted_streams)

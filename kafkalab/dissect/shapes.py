@@ -113,7 +113,7 @@ class RecordsShape:
         head = self.head.key(raw)
         if head is None:
             return None
-        count = regular_count(memoryview(raw)[begin:end])
+        count = regular_count(memoryview(raw), begin, end)
         if count is None:
             return None
         return head, raw[end:], count
