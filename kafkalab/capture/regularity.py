@@ -101,11 +101,11 @@ class Carried:
 
 
 def _first(group: np.ndarray, mask: np.ndarray, count: int, position: np.ndarray) -> np.ndarray:
-    """Per group, the position of its first packet where ``mask`` holds (NEVER when none)."""
+    """Per group, the position of its first packet where ``mask`` holds (NEVER when none). ``position``:
+    increasing (packet order), so the first is the least (found without sorting the groups)."""
     out = np.full(count, NEVER, dtype=np.int64)
     where = np.nonzero(mask)[0]
-    groups, at = np.unique(group[where], return_index=True)
-    out[groups] = position[where[at]]
+    np.minimum.at(out, group[where], position[where])
     return out
 
 

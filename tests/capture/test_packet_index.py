@@ -133,6 +133,23 @@ def test_streams_are_ordered_stably_whatever_their_numbers() -> None:
         assert stable_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
 
 
+def test_each_group_s_first_packet_and_the_groups_present_are_found_without_sorting() -> None:
+    import numpy as np
+
+    from kafkalab.capture.regularity import NEVER, _first
+    from kafkalab.capture.streams import _distinct
+
+    rng = np.random.default_rng(8)
+    group = rng.integers(0, 40, 3000)
+    mask = rng.random(3000) < 0.3
+    position = 500 + np.arange(3000)
+    expected = [next((int(p) for g, m, p in zip(group, mask, position) if g == k and m), NEVER) for k in range(45)]
+    assert _first(group, mask, 45, position).tolist() == expected
+    assert _first(group, np.zeros(3000, dtype=bool), 45, position).tolist() == [NEVER] * 45
+    for values in (np.sort(group), np.zeros(0, dtype=np.int64), np.array([3])):
+        assert _distinct(values).tolist() == np.unique(values).tolist()
+
+
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
 def test_a_file_read_window_by_window_gives_the_same_index(fmt: str, monkeypatch, tmp_path) -> None:
     import mmap
