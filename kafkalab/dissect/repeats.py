@@ -67,7 +67,12 @@ class Repeats:
         seen = None
         known = self.requests.get(raw[:8] + raw[12:14])
         if known is not None and len(raw) == known[1]:
-            seen = _seen(known[2], raw)
+            for shape in known[2]:              # (what _seen does, without a call: most frames come here)
+                key = shape.key(raw)
+                if key is not None:
+                    seen = shape.memo.get(key)
+                    if seen is not None:
+                        break
         if seen is None:
             known = self.carrying.get(raw[4:8] + raw[12:14])     # of any size: frames carrying records
             if known is None:
@@ -93,8 +98,13 @@ class Repeats:
         size, correlation_id = _RESPONSE_HEAD.unpack_from(raw, 0)
         if size != len(raw) - 4:
             return None
-        shapes = self.responses.get((api_key, api_version, len(raw) - 8))
-        seen = _seen(shapes, raw) if shapes is not None else None
+        seen = None
+        for shape in self.responses.get((api_key, api_version, size - 4), ()):     # as in request
+            key = shape.key(raw)
+            if key is not None:
+                seen = shape.memo.get(key)
+                if seen is not None:
+                    break
         if seen is None:
             shapes = self.carrying.get((api_key, api_version))
             seen = _seen(shapes, raw) if shapes is not None else None

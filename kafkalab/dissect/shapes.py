@@ -51,9 +51,9 @@ BLOBS = frozenset({"bytes", "nullable_bytes", "compact_bytes", "compact_nullable
 class Shape:
     """A layout of one message version at one length, as ranges of the frame's *region* (the bytes after
     the header for a request, after the correlation id for a response), given as positions in the frame.
-    ``memo`` holds the descriptions remembered for frames of this shape, by :meth:`key`."""
+    ``memo`` holds the descriptions remembered for frames of this shape, by ``key``."""
 
-    __slots__ = ("structure", "_structure", "_key", "_texts", "memo")
+    __slots__ = ("structure", "_structure", "_key", "_texts", "memo", "key")
 
     def __init__(self, raw: bytes, start: int, structure: list[tuple[int, int]], unread: list[tuple[int, int]],
                  texts: list[tuple[int, int]]) -> None:
@@ -62,15 +62,17 @@ class Shape:
         self._key = _getter(_complement(unread, start, len(raw)))
         self._texts = tuple(slice(a, b) for a, b in texts)
         self.memo: dict = {}
+        #: ``key(raw)``: the region of ``raw`` without the values a description does not read (every other
+        #: byte, structure included, so equal keys mean equal layouts); None where a left-out text is not
+        #: ASCII. Without such texts, the slicing function itself (a call fewer per frame).
+        self.key = self._text_key if self._texts else self._key
 
     def fits(self, raw: bytes) -> bool:
         """Whether the frame ``raw`` (of this shape's length and region start) has this layout: its structure
         bytes are the same."""
         return self._structure(raw) == self.structure
 
-    def key(self, raw: bytes):
-        """The region of ``raw`` without the values a description does not read (every other byte,
-        structure included, so equal keys mean equal layouts); None where a left-out text is not ASCII."""
+    def _text_key(self, raw: bytes):
         for text in self._texts:
             if not raw[text].isascii():
                 return None
@@ -93,7 +95,7 @@ class RecordsShape:
         return self.key(raw) is not None and self.head.fits(raw)
 
     def key(self, raw: bytes):
-        """The head's key (see :meth:`Shape.key`), the bytes after the set and the set's record count; None
+        """The head's key (see ``Shape.key``), the bytes after the set and the set's record count; None
         where the frame's lengths do not fit this layout, a left-out text is not ASCII or the set is not
         regular (see :func:`~kafkalab.protocol.records.recordset.regular_count`)."""
         at, n = self.at, len(raw)
