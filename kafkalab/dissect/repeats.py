@@ -98,13 +98,8 @@ class Repeats:
         size, correlation_id = _RESPONSE_HEAD.unpack_from(raw, 0)
         if size != len(raw) - 4:
             return None
-        seen = None
-        for shape in self.responses.get((api_key, api_version, size - 4), ()):     # as in request
-            key = shape.key(raw)
-            if key is not None:
-                seen = shape.memo.get(key)
-                if seen is not None:
-                    break
+        shapes = self.responses.get((api_key, api_version, size - 4))
+        seen = _seen(shapes, raw) if shapes is not None else None
         if seen is None:
             shapes = self.carrying.get((api_key, api_version))
             seen = _seen(shapes, raw) if shapes is not None else None
