@@ -200,7 +200,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 topics, code, error, records, notes, summary, topic_ids = describe_body(
                     api_key, api_name, version, "request", body, None, topic_names)
                 answered = expects_response(api_key, body)
-                if size <= MEMO_BYTES:          # small enough to be remembered
+                if size <= MEMO_BYTES or records:       # small enough, or carrying records (see Repeats)
                     remember_request(raw, (api_key, api_name, version, code, error, tuple(topics), records, summary,
                                            answered), notes)
             else:
@@ -254,7 +254,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                     message, keep = None, False
                     topics, code, error, records, notes, summary, topic_ids = describe_body(
                         api_key, api_name, version, "response", body, None, topic_names)
-                    if size <= MEMO_BYTES:
+                    if size <= MEMO_BYTES or records:
                         remember_response(raw, (api_key, api_name, version, code, error, tuple(topics), records,
                                                 summary, True), notes)
                 else:
@@ -370,7 +370,7 @@ def describe_response(raw: bytes, api_key: int, version: int, repeats: Repeats |
         message, keep = None, False
         topics, code, error, records, notes, summary, topic_ids = describe_body(
             api_key, api_name, version, "response", body, None, None)
-        if repeats is not None and size <= MEMO_BYTES:
+        if repeats is not None and (size <= MEMO_BYTES or records):
             repeats.remember_response(raw, (api_key, api_name, version, code, error, tuple(topics), records,
                                             summary, True), notes)
     else:

@@ -231,21 +231,23 @@ class FileBytes:
             self._check(stream)
             data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
         view = memoryview(data)
-        starts, ends, others, read = self.starts, self.ends, self.others, [0]
+        starts, ends, others = self.starts, self.ends, self.others
+        read = 0
 
         def frame_bytes(index: int) -> bytes | None:
+            nonlocal read
             start = starts[index]
             if start >= 0:
-                out = bytes(view[start:ends[index]])
+                out = data[start:ends[index]]             # a slice of a map: the bytes, one copy
             else:
                 entry = others.get(index)
                 if entry is None or isinstance(entry, (bytes, bytearray)):
                     return entry
                 out = span_bytes(view, entry)
-            read[0] += len(out)
-            if read[0] > READ_WINDOW:
+            read += len(out)
+            if read > READ_WINDOW:
                 release(data, len(data))
-                read[0] = 0
+                read = 0
             return out
 
         try:

@@ -42,7 +42,7 @@ import numpy as np
 from kafkalab.pcap import endpoint
 from kafkalab.protocol.correlation import Asked
 
-from .regularity import NEVER, Carried
+from .regularity import NEVER, Carried, stable_order
 from .segments import Direction, span_head
 
 _REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
@@ -168,9 +168,9 @@ class Streams:
         length = index.payload_length
         cut: list = [] if frames is None else frames
         start = len(cut)
-        order = np.argsort(stream, kind="stable")
+        order = stable_order(stream)
         sorted_streams = stream[order]
-        present = np.unique(sorted_streams)
+        present = _distinct(sorted_streams)
         bounds = np.searchsorted(sorted_streams, np.append(present, present[-1] + 1))
         for j, s in enumerate(present.tolist()):
             c = s >> 1
@@ -254,10 +254,10 @@ class Streams:
         frames: list[tuple] = []
         regular = ~irregular[conn_of] & (index.payload_length > 0)
         where = np.nonzero(regular)[0]
-        order = where[np.argsort(stream[where], kind="stable")]
+        order = where[stable_order(stream[where])]
         sorted_streams = stream[order]
         if len(order):
-            present = np.unique(sorted_streams)
+            present = _distinct(sorted_streams)
             bounds = np.searchsorted(sorted_streams, np.append(present, present[-1] + 1))
             for j, s in enumerate(present.tolist()):
                 self._direction(s).walk(data, index, order[bounds[j]:bounds[j + 1]], self.conns[s >> 1], s & 1,
@@ -269,7 +269,7 @@ class Streams:
 
 def _count(conns: list[Conn], index, conn_of: np.ndarray, stream: np.ndarray) -> None:
     """Add one window's packets to the connections' counters."""
-    present = np.unique(conn_of)
+    present = np.flatnonzero(np.bincount(conn_of))             # the connections present, in order
     count = int(present[-1]) + 1
     packets = np.bincount(stream, minlength=2 * count).tolist()
     payload = np.bincount(stream, weights=index.payload_length, minlength=2 * count).astype(np.int64).tolist()
@@ -280,6 +280,13 @@ def _count(conns: list[Conn], index, conn_of: np.ndarray, stream: np.ndarray) ->
         conn.packets = [conn.packets[0] + packets[2 * c], conn.packets[1] + packets[2 * c + 1]]
         conn.payload_bytes = [conn.payload_bytes[0] + payload[2 * c], conn.payload_bytes[1] + payload[2 * c + 1]]
         conn.last_ts = max(conn.last_ts, int(last_ns[c]) / 1e9)
+
+
+def _distinct(ordered: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (``np.unique`` without its sort)."""
+    if not len(ordered):
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
 def _connections(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

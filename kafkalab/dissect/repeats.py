@@ -9,10 +9,11 @@ correlation id; an idle consumer's fetches, its offset commits and a producer's 
 but for offsets, again and again; and decoding and describing them is most of what a capture reader does per
 frame. A description is reused only where it depends on nothing but those bytes: frames whose body is at
 most ``MEMO_BYTES`` bytes, without diagnostics, of message versions without topic ids (whose description
-depends on the topic names learnt so far). Frames carrying records are not remembered: their batches are
-new data every time, so such a frame would only take a place in the memo. The header's own columns
-(correlation id, client id, size) are read from each frame. The bulk reader keeps one :class:`Repeats` per
-capture; what it gives is exactly what decoding would give (see :mod:`.shapes` for why). (The
+depends on the topic names learnt so far). Frames carrying one record set (whose batches are new data every
+time), of any size, are remembered by all but their batches and by how many records those hold (see
+:class:`~.shapes.RecordsShape`): a producer's requests and a consumer's fetches are otherwise alike. The
+header's own columns (correlation id, client id, size) are read from each frame. The bulk reader keeps one
+:class:`Repeats` per capture; what it gives is exactly what decoding would give (see :mod:`.shapes` for why). (The
 packet-by-packet reader makes a Frame object per frame anyway; there, remembering measured no faster on the
 bench's chatty capture.)
 """
@@ -22,11 +23,12 @@ import struct
 
 from .decoding import API_VERSIONS, request_head
 from .facts import uses_topic_ids
-from .shapes import Shape, learn
+from .shapes import Shape, learn, learn_records
 
 MEMO_BYTES = 512            # the longest body remembered
 MEMO_ENTRIES = 1 << 14      # descriptions kept per capture
 SHAPES_PER_LENGTH = 4       # layouts kept per message version and body length
+CARRYING_SHAPES = 8         # layouts kept (or refused) per message version carrying records
 LEARNT = 256                # annotated decodes (to learn a shape) per capture
 
 _RESPONSE_HEAD = struct.Struct(">ii")
@@ -45,13 +47,16 @@ _RECORD_COUNT = DESCRIPTION.index("record_count")
 class Repeats:
     """The shapes and descriptions remembered while reading one capture."""
 
-    __slots__ = ("requests", "responses", "entries", "learnt")
+    __slots__ = ("requests", "responses", "carrying", "entries", "learnt")
 
     def __init__(self) -> None:
         #: a request's first 8 bytes and its client id's length -> (where its client id ends or 0 for none,
         #: its length, shapes: all frames with those bytes have their region at one place)
         self.requests: dict[bytes, tuple] = {}
         self.responses: dict[tuple, list[Shape]] = {}    # (api_key, version, region length) -> shapes
+        #: frames carrying records (see shapes.RecordsShape): as ``requests`` by their bytes 4-8 and 12-14
+        #: (no size: it varies), responses by (api_key, version)
+        self.carrying: dict = {}
         self.entries = 0
         self.learnt = 0
 
@@ -59,91 +64,135 @@ class Repeats:
         """The description of the request ``raw`` (a whole frame) and its (correlation_id, client_id, size),
         if a request of its shape and the same values described was seen before; else None."""
         # requests with the same size prefix, API, version and client id length have their body at one place
+        seen = None
         known = self.requests.get(raw[:8] + raw[12:14])
-        if known is None:
-            return None
-        named, length, shapes = known
-        if len(raw) != length:
-            return None
-        for shape in shapes:
-            key = shape.key(raw)
-            if key is not None:
-                seen = shape.memo.get(key)
-                if seen is not None:
-                    if named:
-                        try:
-                            client_id = raw[14:named].decode()
-                        except UnicodeDecodeError:
-                            return None
-                    else:
-                        client_id = None
-                    return seen + (_CORRELATION.unpack_from(raw, 8)[0], client_id, len(raw) - 4)
-        return None
+        if known is not None and len(raw) == known[1]:
+            for shape in known[2]:              # (what _seen does, without a call: most frames come here)
+                key = shape.key(raw)
+                if key is not None:
+                    seen = shape.memo.get(key)
+                    if seen is not None:
+                        break
+        if seen is None:
+            known = self.carrying.get(raw[4:8] + raw[12:14])     # of any size: frames carrying records
+            if known is None:
+                return None
+            seen = _seen(known[2], raw)
+            if seen is None:
+                return None
+        named = known[0]
+        if named:
+            try:
+                client_id = raw[14:named].decode()
+            except UnicodeDecodeError:
+                return None
+        else:
+            client_id = None
+        return seen + (_CORRELATION.unpack_from(raw, 8)[0], client_id, len(raw) - 4)
 
     def response(self, raw: bytes, api_key: int, api_version: int) -> tuple | None:
         """The description of the response ``raw`` to a request of ``api_key`` at ``api_version``, and its
         (correlation_id, None, size), as :meth:`request` gives them."""
-        shapes = self.responses.get((api_key, api_version, len(raw) - 8))
-        if shapes is not None:
-            size, correlation_id = _RESPONSE_HEAD.unpack_from(raw, 0)
-            if size == len(raw) - 4:
-                for shape in shapes:
-                    key = shape.key(raw)
-                    if key is not None:
-                        seen = shape.memo.get(key)
-                        if seen is not None:
-                            return seen + (correlation_id, None, size)
-        return None
+        if len(raw) < 8:
+            return None
+        size, correlation_id = _RESPONSE_HEAD.unpack_from(raw, 0)
+        if size != len(raw) - 4:
+            return None
+        shapes = self.responses.get((api_key, api_version, size - 4))
+        seen = _seen(shapes, raw) if shapes is not None else None
+        if seen is None:
+            shapes = self.carrying.get((api_key, api_version))
+            seen = _seen(shapes, raw) if shapes is not None else None
+            if seen is None:
+                return None
+        return seen + (correlation_id, None, size)
 
     def remember_request(self, raw: bytes, description: tuple, diagnostics: list) -> None:
         """Keep ``description`` (see ``DESCRIPTION``) of the request ``raw``, decoded as usual, if it may be
         reused (see the module docstring)."""
-        if diagnostics or description[_RECORD_COUNT] or self.entries >= MEMO_ENTRIES \
-                or len(raw) > MEMO_BYTES + 64:
+        carrying = description[_RECORD_COUNT] > 0
+        if diagnostics or self.entries >= MEMO_ENTRIES or (not carrying and len(raw) > MEMO_BYTES + 64):
             return
         api_key, version = description[0], description[2]
         if api_key == API_VERSIONS or uses_topic_ids(api_key, "request", version):
             return
         head = request_head(raw)
-        if head is None or len(raw) - head[4] > MEMO_BYTES:
+        if head is None or (not carrying and len(raw) - head[4] > MEMO_BYTES):
             return
         api_key, version, _, client_id, start, plan = head
         named = start - (plan.header_version >= 2) if client_id is not None else 0
         # the header's tagged fields byte (always 0 here) stays in the region, so equal regions share it
         if plan.header_version >= 2:
             start -= 1
-        header = raw[:8] + raw[12:14]
-        known = self.requests.get(header)
-        if known is None:
-            known = self.requests[header] = (named, len(raw), [])
+        if carrying:
+            known, header = self.carrying, raw[4:8] + raw[12:14]
+        else:
+            known, header = self.requests, raw[:8] + raw[12:14]
+        known = known.get(header) or known.setdefault(header, (named, len(raw), []))
         self._remember(known[2], raw, start, "request", api_key, version, description)
 
     def remember_response(self, raw: bytes, description: tuple, diagnostics: list) -> None:
         """:meth:`remember_request` for a response."""
-        if diagnostics or description[_RECORD_COUNT] or self.entries >= MEMO_ENTRIES \
-                or not 8 <= len(raw) <= MEMO_BYTES + 8:
+        carrying = description[_RECORD_COUNT] > 0
+        if diagnostics or self.entries >= MEMO_ENTRIES or len(raw) < 8 \
+                or (not carrying and len(raw) > MEMO_BYTES + 8):
             return
         api_key, version = description[0], description[2]
         if api_key != API_VERSIONS and not uses_topic_ids(api_key, "response", version):
-            shapes = self.responses.get((api_key, version, len(raw) - 8))
-            if shapes is None:
-                shapes = self.responses[(api_key, version, len(raw) - 8)] = []
+            where = (api_key, version) if carrying else (api_key, version, len(raw) - 8)
+            shapes = (self.carrying if carrying else self.responses).setdefault(where, [])
             self._remember(shapes, raw, 8, "response", api_key, version, description)
 
     def _remember(self, shapes: list, raw: bytes, start: int, kind: str, api_key: int, version: int,
                   description: tuple) -> None:
+        carrying = description[_RECORD_COUNT] > 0
         for shape in shapes:
             if shape.fits(raw):
                 break
         else:
-            if len(shapes) >= SHAPES_PER_LENGTH or self.learnt >= LEARNT:
+            if len(shapes) >= (CARRYING_SHAPES if carrying else SHAPES_PER_LENGTH) or self.learnt >= LEARNT:
                 return
             self.learnt += 1
-            shape = learn(raw, start, kind, api_key, version)
+            if carrying:
+                shape = learn_records(raw, start, kind, api_key, version, MEMO_BYTES)
+                if shape is None:               # several record sets, say: learnt again at most a few times
+                    shapes.append(_REFUSED)
+                    return
+            else:
+                shape = learn(raw, start, kind, api_key, version)
             if shape is None:
                 return
             shapes.append(shape)
         key = shape.key(raw)
-        if key is not None and key not in shape.memo:
-            shape.memo[key] = description
-            self.entries += 1
+        if key is None or key in shape.memo or (carrying and key[2] != description[_RECORD_COUNT]):
+            return
+        shape.memo[key] = description
+        self.entries += 1
+
+
+class _Refused:
+    """In a list of shapes, a frame whose shape could not be learnt: fits no frame, keys none."""
+
+    memo: dict = {}
+
+    @staticmethod
+    def fits(raw: bytes) -> bool:
+        return False
+
+    @staticmethod
+    def key(raw: bytes) -> None:
+        return None
+
+
+_REFUSED = _Refused()
+
+
+def _seen(shapes: list, raw: bytes) -> tuple | None:
+    """The description remembered for ``raw`` by one of ``shapes``, if any."""
+    for shape in shapes:
+        key = shape.key(raw)
+        if key is not None:
+            seen = shape.memo.get(key)
+            if seen is not None:
+                return seen
+    return None

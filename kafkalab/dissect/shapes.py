@@ -20,16 +20,25 @@ markers, tags), so two frames of one message version and one length whose struct
 every field at the same place; if the values a description reads are equal too, so are the descriptions.
 The values left out cannot make a decode fail (any bytes make a number), but for the text of a string,
 which must be UTF-8: a shape gives no key (None) for a frame whose left-out text is not ASCII.
+
+Frames carrying records (Produce requests, Fetch responses) are never the same length twice, so they have a
+:class:`RecordsShape` instead: a frame with one record set is the bytes before it (a :class:`Shape` of
+fixed length), the set's length prefix, the set, and the bytes after it (compared whole). Of the set, a
+description reads only how many records its batches hold and whether their CRCs match (see
+:mod:`.facts`), so the key has the set's record count where every batch is a whole, regular v2 batch whose
+CRC matches (:func:`~kafkalab.protocol.records.recordset.regular_count`), and there is no key otherwise.
 """
 from __future__ import annotations
 
+import struct
 from operator import itemgetter
 from typing import Callable
 
 from kafkalab.protocol import ProtocolError, decode_request, decode_response
 from kafkalab.protocol.codec.layout import Layout
+from kafkalab.protocol.records.recordset import regular_count
 from kafkalab.protocol.tree import FieldNode
-from kafkalab.protocol.wire import FIXED
+from kafkalab.protocol.wire import FIXED, WireError, read_uvarint
 
 from .facts import body_layout, reads
 from .frame import SUMMARY_FIELDS
@@ -42,9 +51,9 @@ BLOBS = frozenset({"bytes", "nullable_bytes", "compact_bytes", "compact_nullable
 class Shape:
     """A layout of one message version at one length, as ranges of the frame's *region* (the bytes after
     the header for a request, after the correlation id for a response), given as positions in the frame.
-    ``memo`` holds the descriptions remembered for frames of this shape, by :meth:`key`."""
+    ``memo`` holds the descriptions remembered for frames of this shape, by ``key``."""
 
-    __slots__ = ("structure", "_structure", "_key", "_texts", "memo")
+    __slots__ = ("structure", "_structure", "_key", "_texts", "memo", "key")
 
     def __init__(self, raw: bytes, start: int, structure: list[tuple[int, int]], unread: list[tuple[int, int]],
                  texts: list[tuple[int, int]]) -> None:
@@ -53,29 +62,107 @@ class Shape:
         self._key = _getter(_complement(unread, start, len(raw)))
         self._texts = tuple(slice(a, b) for a, b in texts)
         self.memo: dict = {}
+        #: ``key(raw)``: the region of ``raw`` without the values a description does not read (every other
+        #: byte, structure included, so equal keys mean equal layouts); None where a left-out text is not
+        #: ASCII. Without such texts, the slicing function itself (a call fewer per frame).
+        self.key = self._text_key if self._texts else self._key
 
     def fits(self, raw: bytes) -> bool:
         """Whether the frame ``raw`` (of this shape's length and region start) has this layout: its structure
         bytes are the same."""
         return self._structure(raw) == self.structure
 
-    def key(self, raw: bytes):
-        """The region of ``raw`` without the values a description does not read (every other byte,
-        structure included, so equal keys mean equal layouts); None where a left-out text is not ASCII."""
+    def _text_key(self, raw: bytes):
         for text in self._texts:
             if not raw[text].isascii():
                 return None
         return self._key(raw)
 
 
+class RecordsShape:
+    """A layout of one message version whose frames carry one record set (see the module docstring): the
+    :class:`Shape` of the bytes before it, where its length prefix is (``at``, a compact one in flexible
+    versions), and how many bytes follow it. ``memo``: as :attr:`Shape.memo`."""
+
+    __slots__ = ("head", "at", "compact", "tail", "memo")
+
+    def __init__(self, head: Shape, at: int, compact: bool, tail: int) -> None:
+        self.head, self.at, self.compact, self.tail = head, at, compact, tail
+        self.memo: dict = {}
+
+    def fits(self, raw: bytes) -> bool:
+        """Whether the frame ``raw`` has this layout (and a key: see :meth:`key`)."""
+        return self.key(raw) is not None and self.head.fits(raw)
+
+    def key(self, raw: bytes):
+        """The head's key (see ``Shape.key``), the bytes after the set and the set's record count; None
+        where the frame's lengths do not fit this layout, a left-out text is not ASCII or the set is not
+        regular (see :func:`~kafkalab.protocol.records.recordset.regular_count`)."""
+        at, n = self.at, len(raw)
+        if at + 4 > n:
+            return None
+        if self.compact:
+            try:
+                length, begin = read_uvarint(raw, at)
+            except WireError:
+                return None
+            length -= 1
+        else:
+            length, begin = _I32(raw, at)[0], at + 4
+        end = begin + length
+        if length < 0 or end + self.tail != n:
+            return None
+        head = self.head.key(raw)
+        if head is None:
+            return None
+        count = regular_count(memoryview(raw), begin, end)
+        if count is None:
+            return None
+        return head, raw[end:], count
+
+
+_I32 = struct.Struct(">i").unpack_from
+
+
 def learn(raw: bytes, start: int, kind: str, api_key: int, api_version: int) -> Shape | None:
     """The shape of the frame ``raw`` whose region starts at ``start``; None where the annotated decode
     reports anything or does not end its header there."""
+    ranges = _ranges(raw, start, kind, api_key, api_version)
+    if ranges is None:
+        return None
+    values, unread, texts, _ = ranges
+    return Shape(raw, start, _complement(values, start, len(raw)), unread, texts)
+
+
+def learn_records(raw: bytes, start: int, kind: str, api_key: int, api_version: int,
+                  most: int) -> RecordsShape | None:
+    """The :class:`RecordsShape` of the frame ``raw`` (region from ``start``), carrying one record set; None
+    where it carries none or several, where :func:`learn` would give None, or where the bytes before and
+    after the set are more than ``most``."""
+    ranges = _ranges(raw, start, kind, api_key, api_version, "raw")     # batches: not read, nor traced
+    if ranges is None or len(ranges[3]) != 1:
+        return None
+    values, unread, texts, (records,) = ranges
+    at, tail = records.start, len(raw) - records.end
+    length = records.children[0] if records.children else None
+    if length is None or length.name != "length" or length.start != at or at - start + tail > most:
+        return None
+    if any(a < at < b or a < records.end < b or at <= a < records.end for a, b in values):
+        return None
+    head = [(a, b) for a, b in values if b <= at]
+    shape = Shape(raw[:at], start, _complement(head, start, at), [r for r in unread if r[1] <= at],
+                  [r for r in texts if r[1] <= at])
+    return RecordsShape(shape, at, length.wire_type != "int32", tail)
+
+
+def _ranges(raw: bytes, start: int, kind: str, api_key: int, api_version: int,
+            records: str = "batches") -> tuple | None:
+    """(value ranges, unread ones, unread texts, record set nodes) of the frame ``raw`` (see :func:`learn`)."""
     try:
         if kind == "request":
-            message = decode_request(raw, annotate=True)
+            message = decode_request(raw, annotate=True, records=records)
         else:
-            message = decode_response(raw, api_key, api_version, annotate=True)
+            message = decode_response(raw, api_key, api_version, annotate=True, records=records)
     except (ProtocolError, ValueError):
         return None
     tree, layout = message.tree, body_layout(api_key, kind, api_version)
@@ -88,17 +175,18 @@ def learn(raw: bytes, start: int, kind: str, api_key: int, api_version: int) -> 
     values: list[tuple[int, int]] = []
     unread: list[tuple[int, int]] = []
     texts: list[tuple[int, int]] = []
+    records: list[FieldNode] = []
     body = [node for node in tree.children if node.name not in ("size", "header")]
-    _visit(body, layout, shown, values, unread, texts)
+    _visit(body, layout, shown, values, unread, texts, records)
     if any(a < start or b > len(raw) for a, b in values):
         return None
-    return Shape(raw, start, _complement(values, start, len(raw)), unread, texts)
+    return values, unread, texts, records
 
 
 def _visit(nodes: list[FieldNode], layout: Layout, shown: frozenset, values: list, unread: list,
-           texts: list) -> None:
+           texts: list, records: list) -> None:
     """Collect the value ranges of one struct level (and below): all in ``values``, those no description
-    reads in ``unread``, the texts among those in ``texts``."""
+    reads in ``unread``, the texts among those in ``texts``; the record sets' nodes in ``records``."""
     slots = {slot.name: slot for slot in layout.slots}      # tagged fields stay structure
     for node in nodes:
         slot = slots.get(node.name)
@@ -113,13 +201,15 @@ def _visit(nodes: list[FieldNode], layout: Layout, shown: frozenset, values: lis
                 unread.append(span)
                 if slot.wire_type in TEXTS:
                     texts.append(span)
+        elif slot.kind == "records":
+            records.append(node)
         elif slot.layout is not None:
             if slot.kind == "struct":
-                _visit(node.children, slot.layout, shown, values, unread, texts)
+                _visit(node.children, slot.layout, shown, values, unread, texts, records)
             else:
                 for item in node.children:
                     if item.wire_type == "struct":
-                        _visit(item.children, slot.layout, shown, values, unread, texts)
+                        _visit(item.children, slot.layout, shown, values, unread, texts, records)
 
 
 def _value_span(node: FieldNode, wire_type: str) -> tuple[int, int] | None:

@@ -89,17 +89,17 @@ def _pcap_windows(data, window: int | None = None) -> Iterator[Records]:
     while pos + 16 <= n:
         offsets: list[int] = []
         add = offsets.append
-        limit = min(n, pos + window)
-        while pos + 16 <= limit:
-            stored = unpack(data, pos + 8)[0]
-            if stored > MAX_RECORD:
-                raise NotIndexable("corrupt record length")
-            add(pos + 16)
-            pos += 16 + stored
-        if pos + 16 > n and pos != n:           # truncated: the general reader reports it
-            raise NotIndexable("truncated")
+        last = min(n, pos + window) - 16         # where the window's last record header may start
+        while pos <= last:                      # (lengths are checked below, all at once)
+            pos += 16
+            add(pos)
+            pos += unpack(data, pos - 8)[0]
         start = np.array(offsets, dtype=np.int64)
         seconds, fraction, stored, original = (_gather(data, start + k, 4, order) for k in (-16, -12, -8, -4))
+        if len(stored) and int(stored.max()) > MAX_RECORD:
+            raise NotIndexable("corrupt record length")
+        if pos + 16 > n and pos != n:           # truncated: the general reader reports it
+            raise NotIndexable("truncated")
         count = len(start)
         yield Records(start, seconds * 1_000_000_000 + fraction * (1 if nanos else 1000), stored, original,
                       np.full(count, snaplen, dtype=np.int64), np.full(count, linktype & 0x0FFFFFFF, dtype=np.int64))
@@ -272,6 +272,10 @@ def _link_layers(u8: np.ndarray, records: Records) -> tuple[np.ndarray, np.ndarr
 def _gather(buf, at: np.ndarray, width: int, order: str = ">") -> np.ndarray:
     """The ``width``-byte unsigned integers at offsets ``at`` of ``buf`` (unaligned), as int64."""
     u8 = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
+    if width in (2, 4) and len(u8) >= width and u8.strides == (1,):
+        # the bytes seen as ``width``-byte integers starting at every offset: one gather instead of one per byte
+        words = np.ndarray((len(u8) - width + 1,), dtype=f"{order}u{width}", buffer=u8, strides=(1,))
+        return words[at].astype(np.int64)
     shifts = range(8 * (width - 1), -1, -8) if order == ">" else range(0, 8 * width, 8)
     value = np.zeros(len(at), dtype=np.int64)
     for j, shift in enumerate(shifts):

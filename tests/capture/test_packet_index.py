@@ -91,6 +91,65 @@ def test_a_truncated_file_is_not_indexed() -> None:
         packet_index(data[:-7])
 
 
+def test_a_record_claiming_more_bytes_than_any_record_holds_is_not_indexed() -> None:
+    from kafkalab.pcap.files import MAX_RECORD
+
+    records = [(ts, _ethernet(ip)) for ts, ip in _written_ip_packets()]
+    data = bytearray(pcap_bytes(records))
+    second = 24 + 16 + len(records[0][1])                      # the second record's header
+    data[second + 8:second + 12] = (MAX_RECORD + 1).to_bytes(4, "little")
+    with pytest.raises(NotIndexable, match="corrupt record length"):
+        packet_index(bytes(data))
+
+
+@pytest.mark.parametrize("width", [1, 2, 4])
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_numbers_are_read_at_any_offset_as_the_bytes_say(width: int, order: str) -> None:
+    import random
+
+    import numpy as np
+
+    from kafkalab.pcap.index import _gather
+
+    rnd = random.Random(width)
+    data = bytes(rnd.randrange(256) for _ in range(300))
+    at = np.array([0, 1, 2, 3, 5, 150, 299 - width + 1] + [rnd.randrange(300 - width + 1) for _ in range(50)])
+    expected = [int.from_bytes(data[a:a + width], "big" if order == ">" else "little") for a in at.tolist()]
+    for buf in (data, np.frombuffer(data, dtype=np.uint8)):
+        got = _gather(buf, at, width, order)
+        assert got.dtype == np.int64 and got.tolist() == expected
+    with pytest.raises(IndexError):
+        _gather(data, np.array([300 - width + 1]), width, order)
+
+
+def test_streams_are_ordered_stably_whatever_their_numbers() -> None:
+    import numpy as np
+
+    from kafkalab.capture.regularity import stable_order
+
+    rng = np.random.default_rng(7)
+    for keys in (rng.integers(0, 200, 5000), rng.integers(0, 1 << 40, 5000), np.array([65535, 0, 65535, 1]),
+                 np.array([65536, 0, 65536, 1]), np.zeros(0, dtype=np.int64)):
+        assert stable_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+
+
+def test_each_group_s_first_packet_and_the_groups_present_are_found_without_sorting() -> None:
+    import numpy as np
+
+    from kafkalab.capture.regularity import NEVER, _first
+    from kafkalab.capture.streams import _distinct
+
+    rng = np.random.default_rng(8)
+    group = rng.integers(0, 40, 3000)
+    mask = rng.random(3000) < 0.3
+    position = 500 + np.arange(3000)
+    expected = [next((int(p) for g, m, p in zip(group, mask, position) if g == k and m), NEVER) for k in range(45)]
+    assert _first(group, mask, 45, position).tolist() == expected
+    assert _first(group, np.zeros(3000, dtype=bool), 45, position).tolist() == [NEVER] * 45
+    for values in (np.sort(group), np.zeros(0, dtype=np.int64), np.array([3])):
+        assert _distinct(values).tolist() == np.unique(values).tolist()
+
+
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
 def test_a_file_read_window_by_window_gives_the_same_index(fmt: str, monkeypatch, tmp_path) -> None:
     import mmap

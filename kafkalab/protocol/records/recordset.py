@@ -51,20 +51,43 @@ def batch_heads(data: bytes | memoryview) -> list:
     batch; a batch object per batch (its bytes copied, its records ready to decode) costs several times that."""
     if not data:
         return []
+    heads: list = []
     buf = data if isinstance(data, (bytes, memoryview)) else memoryview(data)
-    out = []
-    pos, end = 0, len(buf)
+    return heads if _regular(buf, 0, len(buf), heads) is not None else decode_records(data)
+
+
+def regular_count(buf: bytes | memoryview, pos: int = 0, end: int | None = None) -> int | None:
+    """How many records the batches of ``buf[pos:end]`` hold, where every entry is a whole v2 batch with
+    room for its header and a CRC that matches (the count :func:`batch_heads` gives such a set); None for
+    any other set. ``buf``: a memoryview where it is large (CRCs are computed over slices of it).
+
+    Why: a frame description reads nothing else of such a set, so frames whose other bytes are alike can
+    share one description (see ``kafkalab.dissect.shapes.RecordsShape``)."""
+    return _regular(buf, pos, len(buf) if end is None else end, None)
+
+
+def _regular(buf, pos: int, end: int, heads: list | None) -> int | None:
+    """The record count of ``buf[pos:end]`` (batches' counts above 0) where each entry is a whole v2 batch
+    with room for its header, else None; with ``heads``, each batch's :class:`BatchHead` is appended to it,
+    else a CRC that does not match gives None too."""
     head_size, crc_start, unpack, crc = v2.HEADER_SIZE, v2.CRC_START, v2.HEADER.unpack_from, checksum.crc32c
+    total = 0
     while pos < end:
         if end - pos < head_size or buf[pos + _MAGIC_AT] != 2:
-            return decode_records(data)
+            return None
         head = unpack(buf, pos)
         stop = pos + LOG_OVERHEAD + head[1]
         if head[1] < head_size - LOG_OVERHEAD or stop > end:
-            return decode_records(data)
-        out.append(BatchHead(head[0], head[12], crc(buf[pos + crc_start:stop]) == head[4]))
+            return None
+        ok = crc(buf[pos + crc_start:stop]) == head[4]
+        if heads is not None:
+            heads.append(BatchHead(head[0], head[12], ok))
+        elif not ok:
+            return None
+        if head[12] > 0:
+            total += head[12]
         pos = stop
-    return out
+    return total
 
 
 def trace_records(data: bytes | memoryview, parent: FieldNode, base: int, path: str, *,
