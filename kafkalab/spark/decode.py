@@ -11,9 +11,9 @@ general reader, or a group the bulk stages leave to the general path) the same p
 After the group's packets comes a *marker connection* (a handshake and one complete ApiVersions request on
 addresses no capture uses): the frame it completes is numbered after every frame completed by a real packet
 and before everything completed only at the end of the capture, which tells the two kinds apart. The real
-timestamps are put back afterwards, with times and latencies computed from them as the engine computes them
-(seconds as floats; frame and exchange times by :func:`kafkalab.dissect.columns.epoch_micros`; latency
-``round((response - request) * 1000, 6)`` ms).
+timestamps are put back afterwards (:mod:`.outputs`, straight from the engine's columns into Arrow), with times
+and latencies computed from them as the engine computes them (seconds as floats; frame and exchange times by
+:func:`kafkalab.dissect.columns.epoch_micros`; latency ``round((response - request) * 1000, 6)`` ms).
 
 What comes out, per group ``g``: rows of three columns (:func:`output_ddl`), each holding one Arrow batch of
 one kind as IPC bytes (:func:`part_schema`): ``stream`` (each TCP connection's local number and first packet's
@@ -31,10 +31,9 @@ import numpy as np
 from kafkalab.dissect import columns as spec
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
 
-from .outputs import outputs
+from .outputs import SECOND, outputs
 from .packets import NOTES_SEP, payloads
 
-SECOND = 1_000_000_000
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
 _MARK_REQUEST = struct.pack(">ihhih", 10, 18, 0, 0x7EAD, -1)      # ApiVersions v0, null client id
 # the marker's packets: (client sends?, seq, ack, flags, payload)

@@ -27,8 +27,6 @@ def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarra
     (kind, batch of :func:`.decode.part_schema`). ``n``: the group's packets (the marker's come after them);
     ``keys``: their order keys; ``real_ns``: their real times; ``codes``: their connections (see
     :func:`.decode._connection_codes`)."""
-    import pyarrow as pa
-
     real = real_ns / 1e9                        # the engine's float seconds
     rows = cap.connection_rows()
     streams = np.array([r["stream"] for r in rows], dtype=np.int64)
@@ -41,8 +39,27 @@ def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarra
     last_real = {s: _last_real(codes, real, f, l) for s, f, l in zip(streams.tolist(), first.tolist(), last.tolist())}
     out = [_batch("stream", {"local": streams, "rank": keys[first, 0], "start": keys[first, 1],
                              "pos": keys[first, 2]})]
-
     frames = cap._store.columns
+    synthetic_last = dict(zip(streams.tolist(), (last + 1).tolist()))
+    real_rows, ts_of, fkey = _frame_times(frames, n, keys, real, marker_stream, synthetic_last, last_real)
+    out.append(fkey)
+    arrays = {c.name: _plain_arrow(frames[c.name], c.type) for c in spec.FRAMES if c.type != "time"}
+    row_of = _rows_by_number(np.asarray(frames["frame"], dtype=np.int64))
+    out.append(_frames_batch(arrays, real_rows, ts_of, row_of))
+    out.append(_exchanges_batch(cap._store, arrays, real_rows, ts_of, row_of))
+    out.append(_records_batch(cap))
+    first_real = dict(zip(streams.tolist(), real[first].tolist()))
+    out.append(_connections_batch([r for r in rows if r["stream"] != marker_stream], first_real, last_real))
+    out.append(_topics_batch(cap))
+    return out
+
+
+def _frame_times(frames: dict, n: int, keys: np.ndarray, real: np.ndarray, marker_stream: int,
+                 synthetic_last: dict, last_real: dict) -> tuple:
+    """(which rows are the group's own frames, not the marker's; each frame's real time; the ``fkey`` batch).
+    A frame's synthetic time names the packet that completed it; one completed only at the end of the
+    capture (numbered after the marker's frame) takes its connection's last real time where the engine gave
+    it the connection's last packet's."""
     number = np.asarray(frames["frame"], dtype=np.int64)
     stream = np.asarray(frames["stream"], dtype=np.int64)
     k = spec.epoch_micros_array(frames["ts"]) * 1000 // SECOND      # synthetic: whole seconds
@@ -52,72 +69,91 @@ def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarra
     done = number < marker_number                       # completed by a real packet
     completing = np.maximum.accumulate(np.where(done, k - 1, 0)) if len(k) else k
     ts_of = real[np.clip(k - 1, 0, max(n - 1, 0))] if n else np.zeros(len(k))
-    synthetic_last = dict(zip(streams.tolist(), (last + 1).tolist()))
     for i in np.nonzero(real_rows & ~done)[0].tolist():
         if k[i] == synthetic_last[int(stream[i])]:
             ts_of[i] = last_real[int(stream[i])]
     key_at = keys[np.where(done, completing, 0)]
     sel = real_rows
-    out.append(_batch("fkey", {
+    fkey = _batch("fkey", {
         "local": number[sel], "phase": np.where(done, 0, 1)[sel], "rank": np.where(done, key_at[:, 0], 0)[sel],
         "start": np.where(done, key_at[:, 1], 0)[sel], "pos": np.where(done, key_at[:, 2], 0)[sel],
-        "stream": stream[sel]}))
+        "stream": stream[sel]})
+    return real_rows, ts_of, fkey
 
-    row_of = _rows_by_number(number)
-    arrays = {c.name: _plain_arrow(frames[c.name], c.type) for c in spec.FRAMES if c.type != "time"}
-    is_response = np.asarray(arrays["kind"].to_numpy(zero_copy_only=False) == "response")
-    request_frame, response_frame = _numbers(arrays["request_frame"]), _numbers(arrays["response_frame"])
+
+def _frames_batch(arrays: dict, real_rows: np.ndarray, ts_of: np.ndarray, row_of):
+    """The frames table's batch: the engine's columns (``arrays``) with real times, and latencies of the
+    group's pairs computed from them."""
+    import pyarrow as pa
+
+    is_response = _is(arrays["kind"], "response")
+    partner = row_of(np.where(is_response, _numbers(arrays["request_frame"]), _numbers(arrays["response_frame"])))
     latency = arrays["latency_ms"].to_numpy(zero_copy_only=False).astype(np.float64)   # nulls as NaN
-    partner = row_of(np.where(is_response, request_frame, response_frame))
     paired = np.flatnonzero((partner >= 0) & ~np.isnan(latency) & real_rows & real_rows[np.maximum(partner, 0)])
     answers = is_response[paired]
     response_at = np.where(answers, paired, partner[paired])
     request_at = np.where(answers, partner[paired], paired)
     latency[paired] = _latencies(ts_of[response_at] - ts_of[request_at])
-    arrays["time"] = pa.array(spec.epoch_micros_array(ts_of) * 1000, pa.int64())
-    arrays["latency_ms"] = _floats(latency)
-    mask = None if sel.all() else pa.array(sel)
-    out.append(_batch("frames", {name: a if mask is None else a.filter(mask) for name, a in arrays.items()}))
+    columns = dict(arrays, time=pa.array(spec.epoch_micros_array(ts_of) * 1000, pa.int64()),
+                   latency_ms=_floats(latency))
+    if not real_rows.all():
+        keep = pa.array(real_rows)
+        columns = {name: a.filter(keep) for name, a in columns.items()}
+    return _batch("frames", columns)
 
-    requests = np.flatnonzero(~is_response & real_rows & (arrays["kind"].to_numpy(zero_copy_only=False) == "request"))
-    responses = row_of(response_frame[requests])
+
+def _exchanges_batch(store, arrays: dict, real_rows: np.ndarray, ts_of: np.ndarray, row_of):
+    """The exchanges table's batch: each of the group's requests joined with its response, row by row as
+    :func:`kafkalab.dissect.tables.exchanges_table` joins them, with real times."""
+    import pyarrow as pa
+
+    requests = np.flatnonzero(real_rows & _is(arrays["kind"], "request"))
+    responses = row_of(_numbers(arrays["response_frame"])[requests])
     answered = responses >= 0
-    at_request = pa.array(requests)
-    at_response = pa.array(np.maximum(responses, 0), mask=~answered)
-    request_ns = spec.epoch_micros_array(ts_of[requests]) * 1000
-    response_ns = np.where(answered, spec.epoch_micros_array(ts_of[np.maximum(responses, 0)]) * 1000, 0)
-    ex_latency = _latencies((ts_of[np.maximum(responses, 0)] - ts_of[requests])[answered])
-    exchange_latency = np.full(len(requests), np.nan)
-    exchange_latency[answered] = ex_latency
-    out.append(_batch("exchanges", {
-        "request_frame": arrays["frame"].take(at_request), "response_frame": arrays["frame"].take(at_response),
-        "stream": arrays["stream"].take(at_request), "client": arrays["src"].take(at_request),
-        "server": arrays["dst"].take(at_request), "api_key": arrays["api_key"].take(at_request),
-        "api_name": arrays["api_name"].take(at_request), "api_version": arrays["api_version"].take(at_request),
-        "correlation_id": arrays["correlation_id"].take(at_request),
-        "client_id": arrays["client_id"].take(at_request),
-        "request_time": pa.array(request_ns, pa.int64()),
-        "response_time": pa.array(response_ns, pa.int64(), mask=~answered),
-        "latency_ms": _floats(exchange_latency),
-        "error_code": arrays["error_code"].take(at_response), "error": arrays["error"].take(at_response),
-        "request_size": arrays["size"].take(at_request), "response_size": arrays["size"].take(at_response),
-        "expects_response": pa.array(_expects_response(cap._store, requests, frames), pa.bool_())}))
+    responses = np.maximum(responses, 0)
+    at_request, at_response = pa.array(requests), pa.array(responses, mask=~answered)
+    request, response = (lambda name: arrays[name].take(at_request)), (lambda name: arrays[name].take(at_response))
+    latency = np.full(len(requests), np.nan)
+    latency[answered] = _latencies((ts_of[responses] - ts_of[requests])[answered])
+    response_ns = np.where(answered, spec.epoch_micros_array(ts_of[responses]) * 1000, 0)
+    return _batch("exchanges", {
+        "request_frame": request("frame"), "response_frame": response("frame"), "stream": request("stream"),
+        "client": request("src"), "server": request("dst"), "api_key": request("api_key"),
+        "api_name": request("api_name"), "api_version": request("api_version"),
+        "correlation_id": request("correlation_id"), "client_id": request("client_id"),
+        "request_time": pa.array(spec.epoch_micros_array(ts_of[requests]) * 1000, pa.int64()),
+        "response_time": pa.array(response_ns, pa.int64(), mask=~answered), "latency_ms": _floats(latency),
+        "error_code": response("error_code"), "error": response("error"), "request_size": request("size"),
+        "response_size": response("size"),
+        "expects_response": pa.array(_expects_response(store, requests), pa.bool_())})
 
-    out.append(_records_batch(cap))
 
-    first_real = dict(zip(streams.tolist(), real[first].tolist()))
-    rows = [r for r in rows if r["stream"] != marker_stream]
+def _connections_batch(rows: list, first_real: dict, last_real: dict):
+    """The connections table's batch: the engine's rows (the marker's left out) with real first and last times."""
+    import pyarrow as pa
+
     columns = {c.name: pa.array([r[c.name] for r in rows], spec.arrow_type(c.type)) for c in spec.CONNECTIONS
                if c.type != "time"}
     columns["first_time"] = [int(first_real[r["stream"]] * 1e9) for r in rows]
     columns["last_time"] = [int(last_real[r["stream"]] * 1e9) for r in rows]
-    out.append(_batch("connections", columns))
+    return _batch("connections", columns)
+
+
+def _topics_batch(cap):
+    """The topic names the group knows and the topic ids it could not name (another group may)."""
+    import pyarrow as pa
 
     known = sorted(map(str, cap._analyzer.topic_names))
     unresolved = sorted({str(topic_id) for topic_id, name in _topic_ids(cap) if name is None})
-    out.append(_batch("topics", {"unresolved": pa.array([unresolved], pa.list_(pa.string())),
-                                 "known": pa.array([known], pa.list_(pa.string()))}))
-    return out
+    return _batch("topics", {"unresolved": pa.array([unresolved], pa.list_(pa.string())),
+                             "known": pa.array([known], pa.list_(pa.string()))})
+
+
+def _is(strings, value: str) -> np.ndarray:
+    """Where an Arrow string array equals ``value`` (nulls: no)."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.equal(strings, value), False).to_numpy(zero_copy_only=False)
 
 
 def _latencies(elapsed: np.ndarray) -> list:
@@ -171,7 +207,7 @@ def _plain_arrow(values, type_name: str):
     return pa.array(values, kind)
 
 
-def _expects_response(store, requests: np.ndarray, frames: dict) -> np.ndarray:
+def _expects_response(store, requests: np.ndarray) -> np.ndarray:
     """Per request row, whether it expects a response: all but acks=0 Produce requests (see
     :func:`kafkalab.dissect.tables.exchanges_table`). A Produce request's ``acks`` is read from its bytes with
     the record sets left unread; a frame whose bytes do not decode so is asked as a Frame."""
@@ -179,7 +215,7 @@ def _expects_response(store, requests: np.ndarray, frames: dict) -> np.ndarray:
     from kafkalab.protocol.errors import ProtocolError
 
     out = np.ones(len(requests), dtype=bool)
-    api_keys, versions = frames["api_key"], frames["api_version"]
+    api_keys, versions = store.columns["api_key"], store.columns["api_version"]
     produce = [j for j, i in enumerate(requests.tolist()) if api_keys[i] == PRODUCE]
     if not produce:
         return out
