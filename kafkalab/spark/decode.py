@@ -72,19 +72,26 @@ def _py(value):
 
 
 def decode_group(group: int, table, paths: list[str], ports) -> "pa.Table":
-    """The group's decoded rows and numbering facts (see the module docstring) as one Arrow table."""
+    """The group's decoded rows and numbering facts (see the module docstring) as one Arrow table. The cyclic
+    garbage collector is paused meanwhile, as for a single-process read (see
+    :func:`kafkalab.capture.capture.gc_paused`): the decode makes many small long-lived objects, and each
+    collection would walk them all again."""
     import pyarrow as pa
+
+    from kafkalab.capture.capture import gc_paused
 
     table = table.sort_by(list(_ORDER))
     n = table.num_rows
     keys = np.stack([_ints(table, name) for name in ("rank", "start", "pos")], axis=1)
     real_ns = _ints(table, "ts")
-    cap = None
-    if table.column("payload").null_count == n:
-        cap = _bulk(table, paths, ports)
-    if cap is None:
-        cap = _general(table, paths, ports)
-    batches = outputs(cap, n, keys, real_ns, _connection_codes(table))
+    with gc_paused():
+        cap = None
+        if table.column("payload").null_count == n:
+            cap = _bulk(table, paths, ports)
+        if cap is None:
+            cap = _general(table, paths, ports)
+        batches = outputs(cap, n, keys, real_ns, _connection_codes(table))
+        del cap
     kinds, data = [], []
     for kind, batch in batches:
         for piece in _pieces(batch):

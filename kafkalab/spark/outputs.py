@@ -202,8 +202,9 @@ def _plain_arrow(values, type_name: str):
         return _floats(pa.array(values, kind).to_numpy(zero_copy_only=False))
     if type_name == "bool":
         return pa.array(np.array(values, dtype=bool), kind)
-    if type_name == "list<string>":
-        return pa.array([value or [] for value in values], kind)
+    if type_name == "list<string>":             # no list made per value: nulls become empty lists
+        lists = pa.array(values, kind)
+        return pa.ListArray.from_arrays(lists.offsets, lists.values) if lists.null_count else lists
     return pa.array(values, kind)
 
 
