@@ -3,8 +3,8 @@ back and the marker connection left out, and the facts the global numbering need
 
 Why a module of its own, built on the engine's plain columns rather than its pandas tables: a decode task
 only moves the tables on, as Arrow. The frames table's values are taken from the engine's columns
-(:attr:`~kafkalab.capture.frame_store.FrameStore.columns`), the exchanges are those columns joined (each
-request's row with its response's, as :func:`~kafkalab.dissect.tables.exchanges_table` joins Frames), the
+(:attr:`~kafkalab.capture.frame_store.FrameStore.columns`), the exchanges are those columns joined by
+:func:`~kafkalab.dissect.tables.exchanges_arrow` (as the single-process table is), the
 connections come from the engine's rows and the records table straight from the engine's Arrow columns: no
 pandas table is made and converted back, no Frame object is made per frame (only a Produce request's
 ``acks`` is read from its bytes), and the per-frame work on times and latencies is done on arrays.
@@ -17,6 +17,8 @@ from contextlib import nullcontext
 import numpy as np
 
 from kafkalab.dissect import columns as spec
+from kafkalab.dissect.tables import exchanges_arrow, rows_by_number
+from kafkalab.protocol.correlation import expects_response
 
 SECOND = 1_000_000_000
 PRODUCE = 0
@@ -28,10 +30,10 @@ def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarra
     ``keys``: their order keys; ``real_ns``: their real times; ``codes``: their connections (see
     :func:`.decode._connection_codes`)."""
     real = real_ns / 1e9                        # the engine's float seconds
-    rows = cap.connection_rows()
-    streams = np.array([r["stream"] for r in rows], dtype=np.int64)
-    first = np.array([int(r["first_time"] * 1e9) for r in rows], dtype=np.int64) // SECOND
-    last = np.array([int(r["last_time"] * 1e9) for r in rows], dtype=np.int64) // SECOND
+    connections = cap.connection_rows()
+    streams = np.array([r["stream"] for r in connections], dtype=np.int64)
+    first = np.array([int(r["first_time"] * 1e9) for r in connections], dtype=np.int64) // SECOND
+    last = np.array([int(r["last_time"] * 1e9) for r in connections], dtype=np.int64) // SECOND
     marker = streams[first == n + 1]
     marker_stream = int(marker[0]) if len(marker) else -1
     mine = streams != marker_stream
@@ -43,13 +45,14 @@ def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarra
     synthetic_last = dict(zip(streams.tolist(), (last + 1).tolist()))
     real_rows, ts_of, fkey = _frame_times(frames, n, keys, real, marker_stream, synthetic_last, last_real)
     out.append(fkey)
-    arrays = {c.name: _plain_arrow(frames[c.name], c.type) for c in spec.FRAMES if c.type != "time"}
-    row_of = _rows_by_number(np.asarray(frames["frame"], dtype=np.int64))
-    out.append(_frames_batch(arrays, real_rows, ts_of, row_of))
-    out.append(_exchanges_batch(cap._store, arrays, real_rows, ts_of, row_of))
+    columns = _frames_columns(frames, real_rows, ts_of)
+    out.append(_batch("frames", columns))
+    rows = np.flatnonzero(real_rows)                   # each kept frame's row in the engine's columns
+    out.append(_batch("exchanges", exchanges_arrow(
+        columns, lambda requests: _expects_response(cap._store, rows[requests]))))
     out.append(_records_batch(cap))
     first_real = dict(zip(streams.tolist(), real[first].tolist()))
-    out.append(_connections_batch([r for r in rows if r["stream"] != marker_stream], first_real, last_real))
+    out.append(_connections_batch([r for r in connections if r["stream"] != marker_stream], first_real, last_real))
     out.append(_topics_batch(cap))
     return out
 
@@ -81,11 +84,13 @@ def _frame_times(frames: dict, n: int, keys: np.ndarray, real: np.ndarray, marke
     return real_rows, ts_of, fkey
 
 
-def _frames_batch(arrays: dict, real_rows: np.ndarray, ts_of: np.ndarray, row_of):
-    """The frames table's batch: the engine's columns (``arrays``) with real times, and latencies of the
-    group's pairs computed from them."""
+def _frames_columns(frames: dict, real_rows: np.ndarray, ts_of: np.ndarray) -> dict:
+    """The frames table's columns (Arrow arrays) for the group's own frames: the engine's columns with real
+    times, and latencies of the group's pairs computed from them."""
     import pyarrow as pa
 
+    arrays = {c.name: _plain_arrow(frames[c.name], c.type) for c in spec.FRAMES if c.type != "time"}
+    row_of = rows_by_number(np.asarray(frames["frame"], dtype=np.int64))
     is_response = _is(arrays["kind"], "response")
     partner = row_of(np.where(is_response, _numbers(arrays["request_frame"]), _numbers(arrays["response_frame"])))
     latency = arrays["latency_ms"].to_numpy(zero_copy_only=False).astype(np.float64)   # nulls as NaN
@@ -99,33 +104,7 @@ def _frames_batch(arrays: dict, real_rows: np.ndarray, ts_of: np.ndarray, row_of
     if not real_rows.all():
         keep = pa.array(real_rows)
         columns = {name: a.filter(keep) for name, a in columns.items()}
-    return _batch("frames", columns)
-
-
-def _exchanges_batch(store, arrays: dict, real_rows: np.ndarray, ts_of: np.ndarray, row_of):
-    """The exchanges table's batch: each of the group's requests joined with its response, row by row as
-    :func:`kafkalab.dissect.tables.exchanges_table` joins them, with real times."""
-    import pyarrow as pa
-
-    requests = np.flatnonzero(real_rows & _is(arrays["kind"], "request"))
-    responses = row_of(_numbers(arrays["response_frame"])[requests])
-    answered = responses >= 0
-    responses = np.maximum(responses, 0)
-    at_request, at_response = pa.array(requests), pa.array(responses, mask=~answered)
-    request, response = (lambda name: arrays[name].take(at_request)), (lambda name: arrays[name].take(at_response))
-    latency = np.full(len(requests), np.nan)
-    latency[answered] = _latencies((ts_of[responses] - ts_of[requests])[answered])
-    response_ns = np.where(answered, spec.epoch_micros_array(ts_of[responses]) * 1000, 0)
-    return _batch("exchanges", {
-        "request_frame": request("frame"), "response_frame": response("frame"), "stream": request("stream"),
-        "client": request("src"), "server": request("dst"), "api_key": request("api_key"),
-        "api_name": request("api_name"), "api_version": request("api_version"),
-        "correlation_id": request("correlation_id"), "client_id": request("client_id"),
-        "request_time": pa.array(spec.epoch_micros_array(ts_of[requests]) * 1000, pa.int64()),
-        "response_time": pa.array(response_ns, pa.int64(), mask=~answered), "latency_ms": _floats(latency),
-        "error_code": response("error_code"), "error": response("error"), "request_size": request("size"),
-        "response_size": response("size"),
-        "expects_response": pa.array(_expects_response(store, requests), pa.bool_())})
+    return columns
 
 
 def _connections_batch(rows: list, first_real: dict, last_real: dict):
@@ -170,22 +149,6 @@ def _floats(values: np.ndarray):
     return pa.array(np.where(missing, 0.0, values), pa.float64(), mask=missing if missing.any() else None)
 
 
-def _rows_by_number(number: np.ndarray):
-    """A function giving the row of each frame number in an int64 array (-1 for none: -1 or not a frame)."""
-    dense = len(number) and number[0] == 1 and number[-1] == len(number) and bool((np.diff(number) == 1).all())
-    if dense or not len(number):
-        def row_of(wanted):
-            return np.where((wanted >= 1) & (wanted <= len(number)), wanted - 1, -1)
-        return row_of
-    order = np.argsort(number, kind="stable")
-    ordered = number[order]
-
-    def row_of(wanted):
-        at = np.clip(np.searchsorted(ordered, wanted), 0, len(ordered) - 1)
-        return np.where(ordered[at] == wanted, order[at], -1)
-    return row_of
-
-
 def _numbers(array) -> np.ndarray:
     """An int64 Arrow array as numpy, nulls as -1."""
     return array.fill_null(-1).to_numpy().astype(np.int64, copy=False)
@@ -209,8 +172,8 @@ def _plain_arrow(values, type_name: str):
 
 
 def _expects_response(store, requests: np.ndarray) -> np.ndarray:
-    """Per request row, whether it expects a response: all but acks=0 Produce requests (see
-    :func:`kafkalab.dissect.tables.exchanges_table`). A Produce request's ``acks`` is read from its bytes with
+    """Per request row (rows of the engine's columns), whether it expects a response (see
+    :func:`kafkalab.protocol.correlation.expects_response`). A Produce request's ``acks`` is read from its bytes with
     the record sets left unread; a frame whose bytes do not decode so is asked as a Frame."""
     from kafkalab.dissect.decoding import raw_records_body
     from kafkalab.protocol.errors import ProtocolError
@@ -231,8 +194,8 @@ def _expects_response(store, requests: np.ndarray) -> np.ndarray:
                 except (ProtocolError, ValueError, TypeError):
                     body = None
             if not isinstance(body, dict):
-                body = store.frame(i).body or {}
-            out[j] = body.get("acks") != 0
+                body = store.frame(i).body
+            out[j] = expects_response(PRODUCE, body)
     return out
 
 
