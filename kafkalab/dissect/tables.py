@@ -4,6 +4,7 @@ pandas is imported lazily; dtypes are Arrow-compatible (nullable integers, strin
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Iterable
 
 from kafkalab.protocol.correlation import expects_response
@@ -21,17 +22,23 @@ CONNECTION_COLUMNS = spec.names("connections")
 
 def exchanges_table(frames):
     """One row per request frame, joined with its response (null response columns when unanswered)."""
-    from . import frames_table
+    import pyarrow as pa
 
     frames = list(frames)
-    table = frames_table.frames_arrow(frames)
+    types = spec.types("frames")
+    values = dict(zip(_JOINED, zip(*map(_joined_values, frames)))) if frames else {name: () for name in _JOINED}
+    columns = {name: pa.array(values[name], spec.arrow_type(types[name])) for name in _JOINED if name != "ts"}
+    columns["time"] = pa.array(spec.epoch_micros_array(values["ts"]) * 1000, spec.arrow_type("time"))
 
     def expecting(rows):
         return [expects_response(frames[i].api_key, frames[i].body) for i in rows.tolist()]
 
-    columns = exchanges_arrow({name: table.column(name).combine_chunks() for name in table.column_names},
-                              expecting)
-    return spec.to_pandas(_arrow_table(columns, "exchanges"), "exchanges")
+    return spec.to_pandas(_arrow_table(exchanges_arrow(columns, expecting), "exchanges"), "exchanges")
+
+
+_JOINED = ("frame", "stream", "src", "dst", "kind", "api_key", "api_name", "api_version", "correlation_id",
+           "client_id", "size", "response_frame", "latency_ms", "error_code", "error", "ts")   # what the join reads
+_joined_values = attrgetter(*_JOINED)
 
 
 def exchanges_arrow(frames: dict, expects_response) -> dict:
