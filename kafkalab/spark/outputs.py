@@ -17,7 +17,6 @@ from contextlib import nullcontext
 import numpy as np
 
 from kafkalab.dissect import columns as spec
-from kafkalab.dissect.tables import exchanges_arrow, rows_by_number
 from kafkalab.protocol.correlation import expects_response
 
 SECOND = 1_000_000_000
@@ -29,6 +28,8 @@ def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarra
     (kind, batch of :func:`.decode.part_schema`). ``n``: the group's packets (the marker's come after them);
     ``keys``: their order keys; ``real_ns``: their real times; ``codes``: their connections (see
     :func:`.decode._connection_codes`)."""
+    from kafkalab.dissect.tables import exchanges_arrow
+
     real = real_ns / 1e9                        # the engine's float seconds
     connections = cap.connection_rows()
     streams = np.array([r["stream"] for r in connections], dtype=np.int64)
@@ -88,6 +89,8 @@ def _frames_columns(frames: dict, real_rows: np.ndarray, ts_of: np.ndarray) -> d
     """The frames table's columns (Arrow arrays) for the group's own frames: the engine's columns with real
     times, and latencies of the group's pairs computed from them."""
     import pyarrow as pa
+
+    from kafkalab.dissect.tables import rows_by_number
 
     arrays = {c.name: _plain_arrow(frames[c.name], c.type) for c in spec.FRAMES if c.type != "time"}
     row_of = rows_by_number(np.asarray(frames["frame"], dtype=np.int64))
