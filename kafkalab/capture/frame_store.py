@@ -317,5 +317,19 @@ class HeldBytes(FileBytes):
 
     @contextmanager
     def reader(self):
-        """A function ``index -> bytes`` (the buffer is in memory already: nothing to map)."""
-        yield self.__getitem__
+        """A function ``index -> bytes`` for reading many frames: each frame copied once from a view of the
+        buffer (in memory already: nothing to map), as :meth:`FileBytes.reader` does from the file's map."""
+        from .segments import span_bytes
+
+        view, entries = memoryview(self.data), self.entries
+
+        def frame_bytes(index: int) -> bytes | None:
+            entry = entries[index]
+            if entry is None or isinstance(entry, (bytes, bytearray)):
+                return entry
+            return bytes(view[entry[0]:entry[1]]) if len(entry) == 2 else span_bytes(view, entry)
+
+        try:
+            yield frame_bytes
+        finally:
+            view.release()

@@ -11,9 +11,9 @@ general reader, or a group the bulk stages leave to the general path) the same p
 After the group's packets comes a *marker connection* (a handshake and one complete ApiVersions request on
 addresses no capture uses): the frame it completes is numbered after every frame completed by a real packet
 and before everything completed only at the end of the capture, which tells the two kinds apart. The real
-timestamps are put back afterwards, with times and latencies computed from them as the engine computes them
-(seconds as floats; frame and exchange times by :func:`kafkalab.dissect.columns.epoch_micros`; latency
-``round((response - request) * 1000, 6)`` ms).
+timestamps are put back afterwards (:mod:`.outputs`, straight from the engine's columns into Arrow), with times
+and latencies computed from them as the engine computes them (seconds as floats; frame and exchange times by
+:func:`kafkalab.dissect.columns.epoch_micros`; latency ``round((response - request) * 1000, 6)`` ms).
 
 What comes out, per group ``g``: rows of three columns (:func:`output_ddl`), each holding one Arrow batch of
 one kind as IPC bytes (:func:`part_schema`): ``stream`` (each TCP connection's local number and first packet's
@@ -31,9 +31,9 @@ import numpy as np
 from kafkalab.dissect import columns as spec
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
 
+from .outputs import SECOND, outputs
 from .packets import NOTES_SEP, payloads
 
-SECOND = 1_000_000_000
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
 _MARK_REQUEST = struct.pack(">ihhih", 10, 18, 0, 0x7EAD, -1)      # ApiVersions v0, null client id
 # the marker's packets: (client sends?, seq, ack, flags, payload)
@@ -72,19 +72,26 @@ def _py(value):
 
 
 def decode_group(group: int, table, paths: list[str], ports) -> "pa.Table":
-    """The group's decoded rows and numbering facts (see the module docstring) as one Arrow table."""
+    """The group's decoded rows and numbering facts (see the module docstring) as one Arrow table. The cyclic
+    garbage collector is paused meanwhile, as for a single-process read (see
+    :func:`kafkalab.capture.capture.gc_paused`): the decode makes many small long-lived objects, and each
+    collection would walk them all again."""
     import pyarrow as pa
+
+    from kafkalab.capture.capture import gc_paused
 
     table = table.sort_by(list(_ORDER))
     n = table.num_rows
     keys = np.stack([_ints(table, name) for name in ("rank", "start", "pos")], axis=1)
     real_ns = _ints(table, "ts")
-    cap = None
-    if table.column("payload").null_count == n:
-        cap = _bulk(table, paths, ports)
-    if cap is None:
-        cap = _general(table, paths, ports)
-    batches = _outputs(cap, n, keys, real_ns, _connection_codes(table))
+    with gc_paused():
+        cap = None
+        if table.column("payload").null_count == n:
+            cap = _bulk(table, paths, ports)
+        if cap is None:
+            cap = _general(table, paths, ports)
+        batches = outputs(cap, n, keys, real_ns, _connection_codes(table))
+        del cap
     kinds, data = [], []
     for kind, batch in batches:
         for piece in _pieces(batch):
@@ -218,100 +225,6 @@ def _general(table, paths: list[str], ports):
     return read_capture(feed, ports)
 
 
-def _outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarray) -> list:
-    """The group's rows with real times and local numbers, and the facts for the global numbering."""
-    import pyarrow as pa
-
-    real = real_ns / 1e9                        # the engine's float seconds
-    conns = cap.connections
-    first = (conns["first_time"].to_numpy("datetime64[ns]").astype(np.int64) // SECOND).astype(np.int64)
-    last = (conns["last_time"].to_numpy("datetime64[ns]").astype(np.int64) // SECOND).astype(np.int64)
-    streams = conns["stream"].to_numpy(np.int64)
-    marker = streams[first == n + 1]
-    marker_stream = int(marker[0]) if len(marker) else -1
-    mine = streams != marker_stream
-    streams, first, last = streams[mine], first[mine] - 1, last[mine] - 1
-    last_real = {s: _last_real(codes, real, f, l) for s, f, l in zip(streams.tolist(), first.tolist(), last.tolist())}
-    synthetic_last = dict(zip(streams.tolist(), (last + 1).tolist()))
-    out = [_batch("stream", {"local": streams, "rank": keys[first, 0], "start": keys[first, 1],
-                                    "pos": keys[first, 2]})]
-
-    frames = cap.frames
-    number = frames["frame"].to_numpy(np.int64)
-    stream = frames["stream"].to_numpy(np.int64)
-    k = frames["time"].to_numpy("datetime64[ns]").astype(np.int64) // SECOND      # synthetic: whole seconds
-    marks = number[stream == marker_stream]
-    marker_number = int(marks[0]) if len(marks) else len(frames) + 1
-    real_rows = stream != marker_stream
-    done = number < marker_number                       # completed by a real packet
-    completing = np.maximum.accumulate(np.where(done, k - 1, 0)) if len(k) else k
-    ts_of = real[np.clip(k - 1, 0, max(n - 1, 0))] if n else np.zeros(len(k))
-    for i in np.nonzero(real_rows & ~done)[0].tolist():
-        if k[i] == synthetic_last[int(stream[i])]:
-            ts_of[i] = last_real[int(stream[i])]
-    ts_by_number = dict(zip(number[real_rows].tolist(), ts_of[real_rows].tolist()))
-    key_at = keys[np.where(done, completing, 0)]
-    sel = real_rows
-    out.append(_batch("fkey", {
-        "local": number[sel], "phase": np.where(done, 0, 1)[sel], "rank": np.where(done, key_at[:, 0], 0)[sel],
-        "start": np.where(done, key_at[:, 1], 0)[sel], "pos": np.where(done, key_at[:, 2], 0)[sel],
-        "stream": stream[sel]}))
-    times = spec.epoch_micros_array(ts_of) * 1000
-    latency = frames["latency_ms"].astype(object).where(frames["latency_ms"].notna(), None).tolist()
-    partners = np.where(frames["kind"].to_numpy() == "response", frames["request_frame"].to_numpy(object),
-                        frames["response_frame"].to_numpy(object))
-    for i, (partner, kind) in enumerate(zip(partners.tolist(), frames["kind"].tolist())):
-        partner = _py(partner)
-        if partner is not None and latency[i] is not None and partner in ts_by_number:
-            request, response = (partner, int(number[i])) if kind == "response" else (int(number[i]), partner)
-            latency[i] = round((ts_by_number[response] - ts_by_number[request]) * 1000.0, 6)
-    out.append(_table_batch("frames", frames[sel], {"time": times[sel], "latency_ms":
-                                                            [x for x, s in zip(latency, sel) if s]}))
-
-    exchanges = cap.exchanges
-    keep = exchanges["stream"].to_numpy(np.int64) != marker_stream
-    exchanges = exchanges[keep]
-    requests = [_py(v) for v in exchanges["request_frame"].tolist()]
-    responses = [_py(v) for v in exchanges["response_frame"].tolist()]
-    request_time = [spec.epoch_micros(ts_by_number[r]) * 1000 for r in requests]
-    response_time = [None if r is None else spec.epoch_micros(ts_by_number[r]) * 1000 for r in responses]
-    ex_latency = [None if r is None else round((ts_by_number[r] - ts_by_number[q]) * 1000.0, 6)
-                  for q, r in zip(requests, responses)]
-    out.append(_table_batch("exchanges", exchanges, {"request_time": request_time,
-                                                             "response_time": response_time, "latency_ms": ex_latency}))
-
-    out.append(_records_batch(cap))
-
-    conns = cap.connections[mine]
-    first_real = {s: real[f] for s, f in zip(streams.tolist(), first.tolist())}
-    out.append(_table_batch("connections", conns, {
-        "first_time": [int(first_real[s] * 1e9) for s in streams.tolist()],
-        "last_time": [int(last_real[s] * 1e9) for s in streams.tolist()]}))
-
-    known = sorted(map(str, cap._analyzer.topic_names))
-    unresolved = sorted({str(topic_id) for topic_id, name in _topic_ids(cap) if name is None})
-    out.append(_batch("topics", {"unresolved": pa.array([unresolved], pa.list_(pa.string())),
-                                        "known": pa.array([known], pa.list_(pa.string()))}))
-    return out
-
-
-def _last_real(codes: np.ndarray, real: np.ndarray, first: int, last: int) -> float:
-    """The latest real time among the connection's packets (the engine keeps the maximum)."""
-    span = slice(first, last + 1)
-    return float(real[span][codes[span] == codes[first]].max())
-
-
-def _topic_ids(cap):
-    """(topic id, name or None) pairs of every frame that names topics by id."""
-    store = cap._store
-    if store is not None:
-        found = [topic_ids for _, topic_ids in store.extras.values() if topic_ids]
-        found += [f.topic_ids for f in store.objects if f is not None and f.topic_ids]
-    else:
-        found = [f.topic_ids for f in cap.frame_list if f.topic_ids]
-    return [pair for topic_ids in found for pair in topic_ids.items()]
-
-
 _SCHEMAS: dict = {}
 
 
@@ -334,65 +247,3 @@ def part_schema(kind: str):
             fields += [("_order", pa.int64())] if kind == "records" else []
         _SCHEMAS[kind] = pa.schema(fields)
     return _SCHEMAS[kind]
-
-
-def _batch(kind: str, columns: dict):
-    """(``kind``, a batch of its schema from ``columns``: arrays of one length; columns not given are null)."""
-    import pyarrow as pa
-
-    schema = part_schema(kind)
-    n = len(next(iter(columns.values())))
-    return kind, pa.RecordBatch.from_arrays(
-        [_arrow(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in schema], schema=schema)
-
-
-def _arrow(values, kind):
-    """``values`` (an Arrow array, numpy array or list) as an Arrow array of ``kind``, not copied when it is one."""
-    import pyarrow as pa
-
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if isinstance(values, pa.Array):
-        return values if values.type == kind else values.cast(kind)
-    return pa.array(values, type=kind)
-
-
-def _records_batch(cap):
-    """The records table straight from the engine's Arrow columns (no pandas view made)."""
-    import pyarrow as pa
-
-    from kafkalab.dissect.records_table import records_arrow
-
-    if cap._store is not None:
-        from kafkalab.capture.rows import record_sources
-
-        with record_sources(cap._store) as frames:
-            table = records_arrow(frames)
-    else:
-        table = records_arrow(cap.frame_list)
-    columns = {c.name: (table.column(c.name).cast(pa.int64()) if c.type == "time" else table.column(c.name))
-               for c in spec.TABLES["records"]}
-    columns["_order"] = np.arange(table.num_rows, dtype=np.int64)
-    return _batch("records", columns)
-
-
-def _table_batch(name: str, frame, replaced: dict):
-    """A table's rows (a pandas view of the one column spec) as a batch of the output schema."""
-    import pyarrow as pa
-
-    columns = {}
-    for c in spec.TABLES[name]:
-        if c.name in replaced:
-            continue
-        series = frame[c.name]
-        if c.type == "time":
-            values = series.to_numpy("datetime64[ns]").astype(np.int64)
-            columns[c.name] = pa.array(values, mask=series.isna().to_numpy(), type=pa.int64())
-        elif c.type in ("binary", "headers"):
-            columns[c.name] = pa.array(series.array._pa_array.combine_chunks() if len(series) else [],
-                                       type=spec.arrow_type(c.type))
-        else:
-            columns[c.name] = pa.array(series, type=spec.arrow_type(c.type), from_pandas=True)
-    for name_, values in replaced.items():
-        columns[name_] = values
-    return _batch(name, columns)
