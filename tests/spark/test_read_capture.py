@@ -173,3 +173,17 @@ def test_the_session_compiles_with_the_quick_compiler_unless_told_otherwise(spar
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert JIT_OPTIONS in arguments
     assert JIT_OPTIONS in spark_local.sparkContext.getConf().get("spark.executor.extraJavaOptions").split()
+
+
+def test_frame_numbers_too_many_to_broadcast_are_joined_by_spark_with_the_same_rows(spark_local, hosts_capture):
+    def plan(capture):
+        return capture.records._jdf.queryExecution().executedPlan().toString()
+
+    assert "BroadcastHashJoin" in plan(read_capture(spark_local, [hosts_capture]))     # few frames: broadcast
+    spark_local.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")                   # as if too many
+    try:
+        spark_capture = read_capture(spark_local, [hosts_capture])
+        assert "BroadcastHashJoin" not in plan(spark_capture)
+        assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
+    finally:
+        spark_local.conf.unset("spark.sql.autoBroadcastJoinThreshold")
