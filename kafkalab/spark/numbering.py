@@ -5,11 +5,13 @@ the driver. Frame numbers follow the frames' sort keys: ``(0, order key of the c
 number)`` for frames completed by a packet, ``(1, stream id, local number)`` for those completed only at the
 end of the capture; ``row_number`` over that order, in Spark SQL over narrow key rows, gives the number.
 
-The tables' rows never go through a join: each group's batches of a table meet that group's (local, global)
-frame numbers in one Python task (``cogroup`` on the group), which rewrites every frame and stream reference
-with array lookups and turns times into microsecond timestamps. The rows then go once through a shuffle to
-the partition holding their range of the sort key (the ranges are cut from the frame count, so Spark need not
-sample the rows to find them) and are sorted there: partition order is row order.
+The tables' rows are never shuffled: each decode task's batches of a table become rows where they are
+cached (a Python task gives them global stream ids and microsecond timestamps), and their frame references
+are looked up in the (group, local, global) frame numbers, which Spark broadcasts to those tasks while they
+are small (``spark.sql.autoBroadcastJoinThreshold``, 10 MB by default: some 400,000 frames; beyond that its
+join moves the rows). A table's rows therefore come
+group by group, each group's in the order the engine gives them; ``ordered=True`` sorts them by frame (one
+more shuffle of every row, and a sampling pass to cut the ranges), as ``orderBy`` on the table would.
 """
 from __future__ import annotations
 
@@ -17,29 +19,21 @@ import numpy as np
 
 from kafkalab.dissect import columns as spec
 
-_SORT = {"frames": ["frame"], "exchanges": ["request_frame"], "records": ["frame", "_order"],
-         "connections": ["stream"]}
+SORT = {"frames": ["frame"], "exchanges": ["request_frame"], "records": ["frame", "_order"], "connections": ["stream"]}
 _FRAME_REFERENCES = {"frames": ["frame", "request_frame", "response_frame"],
                      "exchanges": ["request_frame", "response_frame"], "records": ["frame"], "connections": []}
-# Sorted tables get a partition per about PARTITION_BYTES of rows (decoded rows come to about three times the
-# capture's payload bytes): a partition's sort holds its rows in memory, and a huge one left the JVM hunting
-# for contiguous heap in one full collection after another.
-PARTITION_BYTES = 64 << 20
-ROW_BYTES_PER_PAYLOAD_BYTE = 3
 _KEYS = "g bigint, local bigint, phase bigint, a bigint, b bigint, pos bigint"
 
 
-def numbered_tables(spark, decoded, streams: list, merge: bool = False, payload_bytes: int = 0) -> dict:
+def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered: bool = False) -> dict:
     """The four tables as DataFrames with global numbers (``decoded``: the decode tasks' rows, see
-    :func:`.decode.output_ddl`; ``streams``: (first packet's order key, (group, local stream)) for every
-    connection: the ranges of a cut connection share its first packet's key; ``merge``: there are such
-    ranges, whose connection rows are merged; ``payload_bytes``: the capture's, which sets how many partitions
-    the sorted tables have)."""
+    :func:`.decode.output_ddl`; ``streams``: (first packet's
+    order key, (group, local stream)) for every connection: the ranges of a cut connection share its first
+    packet's key; ``merge``: there are such ranges, whose connection rows are merged; ``ordered``: sort each
+    table by frame, or stream for connections)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
-
-    from .pipeline import _labels
 
     ids = {key: n for n, key in enumerate(sorted({key for key, _ in streams}))}
     by_group: dict[int, dict[int, int]] = {}
@@ -51,23 +45,22 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, payload_
     numbers = keys.select("g", "local", F.row_number().over(
         Window.orderBy("phase", "a", "b", "pos", "local")).cast("bigint").alias("number"))
     numbers = numbers.persist(StorageLevel.MEMORY_AND_DISK)
-    total = numbers.count()
-    width = max(1, spark.sparkContext.defaultParallelism * 2, -(-payload_bytes * ROW_BYTES_PER_PAYLOAD_BYTE // PARTITION_BYTES))
-    labels = _labels(spark, width)
+    numbers.count()                 # cached now: Spark plans the joins below knowing the numbers' real size
     out = {}
     for name in spec.TABLES:
-        rows = decoded.where(f"kind = '{name}'").select("g", "data")
-        if _FRAME_REFERENCES[name]:
-            renumber = _renumber(name, stream_ids, total, labels)
-            rows = (rows.groupBy("g").cogroup(numbers.groupBy("g")).applyInArrow(renumber, _schema(name, True))
-                    .repartition(width, "_part").sortWithinPartitions(*_SORT[name]))
-        else:
-            rows = rows.mapInArrow(_restream(name, stream_ids), _schema(name, False))
-            if merge:
-                from .skew import merge_connections
+        rows = decoded.where(f"kind = '{name}'").select("g", "data").mapInArrow(_restream(name, stream_ids),
+                                                                                 _schema(name))
+        for k, column in enumerate(_FRAME_REFERENCES[name]):
+            found = numbers.select(F.col("g").alias(f"_g{k}"), F.col("local").alias(f"_l{k}"),
+                                   F.col("number").alias(f"_n{k}"))
+            rows = (rows.join(found, (F.col("g") == F.col(f"_g{k}")) & (F.col(column) == F.col(f"_l{k}")), "left")
+                    .drop(column, f"_g{k}", f"_l{k}").withColumnRenamed(f"_n{k}", column))
+        if merge and name == "connections":
+            from .skew import merge_connections
 
-                rows = merge_connections(rows)
-            rows = rows.orderBy(*_SORT[name])
+            rows = merge_connections(rows)
+        if ordered:
+            rows = rows.orderBy(*SORT[name])
         out[name] = rows.select(*[F.col(f"`{c.name}`") for c in spec.TABLES[name]])
     return out
 
@@ -111,83 +104,53 @@ def _sort_keys(stream_ids: dict):
     return keys
 
 
-def _schema(name: str, ordered: bool):
-    """The Spark schema of a renumbered table's rows: its columns, records' order in the group and (for tables
-    sorted by frame) the output partition."""
+def _schema(name: str):
+    """The Spark schema of a table's rows as its decode task gave them, with global stream numbers and
+    microsecond times: its columns (frame references still the task's own), records' order in their group
+    and the group."""
     from pyspark.sql import types as T
 
     from .pipeline import spark_schema
 
     extra = [T.StructField("_order", T.LongType())] if name == "records" else []
-    extra += [T.StructField("_part", T.LongType())] if ordered else []
-    return T.StructType(list(spark_schema(name).fields) + extra)
+    return T.StructType(list(spark_schema(name).fields) + extra + [T.StructField("g", T.LongType())])
 
 
-def _arrow_schema(name: str, ordered: bool):
+def _arrow_schema(name: str):
     import pyarrow as pa
 
     fields = [pa.field(c.name, pa.timestamp("us", tz="UTC") if c.type == "time" else spec.arrow_type(c.type))
               for c in spec.TABLES[name]]
     fields += [pa.field("_order", pa.int64())] if name == "records" else []
-    fields += [pa.field("_part", pa.int64())] if ordered else []
-    return pa.schema(fields)
+    return pa.schema(fields + [pa.field("g", pa.int64())])
 
 
-def _global_batch(name: str, part, g: int, frames: np.ndarray, stream_ids: dict, ordered: bool):
-    """One batch of a table with global frame and stream numbers and microsecond times."""
+def _global_batch(name: str, part, g: int, stream_ids: dict):
+    """One batch of a table with global stream numbers and microsecond times, and its group."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    schema = _arrow_schema(name, ordered)
+    schema = _arrow_schema(name)
     columns = []
     for field in schema:
-        if field.name == "_part":
+        if field.name == "g":
+            columns.append(pa.array(np.full(part.num_rows, g, dtype=np.int64)))
             continue
         column = part.column(field.name)
-        if field.name in _FRAME_REFERENCES[name]:
-            column = _mapped(column, frames)
-        elif field.name == "stream":
+        if field.name == "stream":
             column = _mapped(column, stream_ids.get(g, np.zeros(0, np.int64)))
         elif pa.types.is_timestamp(field.type):
             column = pc.divide(column, 1000).cast(field.type)
         columns.append(column)
-    return schema, columns
-
-
-def _renumber(name: str, stream_ids: dict, total: int, labels: list[int]):
-    """The cogroup function: a group's batches of ``name`` and its (local, global) frame numbers, as rows with
-    global numbers and their output partition (a label Spark's hash partitioning sends to the partition of
-    their range of the sort key)."""
-    width = len(labels)
-    label = np.array(labels, dtype=np.int64)
-
-    def renumber(key, blobs, numbers):
-        import pyarrow as pa
-
-        from .decode import parts
-
-        g = key[0].as_py()
-        frames = _lookup(numbers.column("local").to_numpy(), numbers.column("number").to_numpy())
-        out = []
-        schema = _arrow_schema(name, True)
-        for part in parts(blobs, name):
-            schema, columns = _global_batch(name, part, g, frames, stream_ids, True)
-            sort = columns[schema.get_field_index(_SORT[name][0])].fill_null(1).to_numpy().astype(np.int64)
-            place = np.clip((sort - 1) * width // max(total, 1), 0, width - 1)
-            out.append(pa.RecordBatch.from_arrays([*columns, pa.array(label[place])], schema=schema))
-        return pa.Table.from_batches(out, schema=schema)
-    return renumber
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _restream(name: str, stream_ids: dict):
-    """The mapInArrow function giving a table without frame references (connections) global stream ids."""
+    """The mapInArrow function giving a table's rows global stream ids and microsecond times."""
     def restream(batches):
-        import pyarrow as pa
-
         from .decode import parts
 
         for batch in batches:
             for g, part in zip(batch.column("g").to_pylist(), parts(batch, name)):
-                schema, columns = _global_batch(name, part, g, np.zeros(0, np.int64), stream_ids, False)
-                yield pa.RecordBatch.from_arrays(columns, schema=schema)
+                yield _global_batch(name, part, g, stream_ids)
     return restream

@@ -1,5 +1,5 @@
 """The index stage of a distributed read: one read unit (a file or a byte range of one) into the *index rows*
-of its TCP segments, as an Arrow batch: what the shuffle moves, without the payload bytes.
+of its TCP segments, packed per connection: what the shuffle moves, without the payload bytes.
 
 Owns the index row and the global order key. A row is a segment's order key ``(rank, start, pos)`` (file rank,
 range start, record position in the range times :data:`POS_STEP`: sorting by it gives the order in which the single-process engine
@@ -7,6 +7,11 @@ reads the same packets, files in capture-time order, records in file order), its
 sequence and acknowledgement numbers and flags, and where its payload is: ``off``/``len`` in the file ranked
 ``rank``. The decode task reads the payloads of its connections from the shared files by offset
 (:func:`payloads`), so the bytes cross no shuffle and no JVM/Python boundary.
+
+What Spark sees is one *piece* per connection and unit (:func:`unit_pieces`, :data:`PIECE_DDL`): the
+connection's key, its payload bytes and packets in the unit, and its index rows as the bytes of one Arrow batch.
+Spark never handles a row per packet: converting millions of them into its own rows, grouping and shuffling
+them cost it several times the decoding itself, while a piece is a few opaque bytes per connection and unit.
 
 The headers are read by :func:`kafkalab.pcap.index.packet_index` (numpy over the range's bytes). A unit it does
 not read whole (gzip, a damaged file, IPv6, VLAN tags or IP fragments among its TCP segments) is read by
@@ -51,6 +56,11 @@ def index_ddl() -> str:
     return ", ".join(f"`{name}` {kinds[kind]}" for name, kind in INDEX_COLUMNS)
 
 
+PIECE_DDL = ("ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, packets bigint, bytes bigint, "
+             "rows binary, note string")
+KEY = ("ka_ip", "ka_port", "kb_ip", "kb_port")   # a connection: its two endpoints, the smaller first
+
+
 def connection_key(packet: Packet) -> tuple:
     a, b = (packet[2], packet[3]), (packet[4], packet[5])
     return (a, b) if a <= b else (b, a)
@@ -78,6 +88,69 @@ def index_unit(unit: tuple) -> list:
         columns = _general(rank, path, start, end, notes)
     name = os.path.basename(path)
     return [_batch(columns), _batch({"note": pa.array([f"{name}: {note}" for note in notes], pa.string())})]
+
+
+def unit_pieces(unit: tuple) -> list:
+    """The unit's index rows as pieces (one per connection, :data:`PIECE_DDL`), then a batch of rows naming
+    what was wrong in the file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows, notes = index_unit(unit)
+    src, dst, sport, dport = (rows.column(name) for name in ("src", "dst", "sport", "dport"))
+    src_first = pc.or_(pc.less(src, dst), pc.and_(pc.equal(src, dst), pc.less_equal(sport, dport)))
+    ends = {"ka_ip": pc.if_else(src_first, src, dst), "ka_port": pc.if_else(src_first, sport, dport),
+            "kb_ip": pc.if_else(src_first, dst, src), "kb_port": pc.if_else(src_first, dport, sport)}
+    ends_codes = []
+    for ip, port in (("ka_ip", "ka_port"), ("kb_ip", "kb_port")):
+        address = ends[ip].dictionary_encode().indices.to_numpy().astype(np.int64)
+        ends_codes.append(np.unique(address * 65536 + ends[port].to_numpy(), return_inverse=True)[1].reshape(-1))
+    code = ends_codes[0] * (rows.num_rows + 1) + ends_codes[1]          # one number per connection
+    distinct, first, which = np.unique(code, return_index=True, return_inverse=True)
+    which = which.reshape(-1)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(distinct) + 1))
+    length = rows.column("len").to_numpy()
+    pieces = [order[bounds[k]:bounds[k + 1]] for k in range(len(distinct))]
+    columns = {name: ends[name].take(pa.array(first)) for name in KEY}
+    columns["packets"] = pa.array([len(p) for p in pieces], pa.int64())
+    columns["bytes"] = pa.array([int(length[p].sum()) for p in pieces], pa.int64())
+    columns["rows"] = pa.array([pack(rows.take(pa.array(p))) for p in pieces], pa.binary())
+    schema = piece_schema()
+    out = pa.RecordBatch.from_arrays([columns[f.name] if f.name in columns else pa.nulls(len(pieces), f.type)
+                                      for f in schema], schema=schema)
+    note = notes.column("note")
+    return [out, pa.RecordBatch.from_arrays([note if f.name == "note" else pa.nulls(len(note), f.type)
+                                             for f in schema], schema=schema)]
+
+
+def piece_schema():
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "bigint": pa.int64(), "binary": pa.binary()}
+    return pa.schema([(name, types[kind]) for name, kind in (c.split() for c in PIECE_DDL.split(", "))])
+
+
+def pack(rows) -> bytes:
+    """Index rows (a batch or table of :func:`index_schema`) as the bytes of one Arrow IPC batch."""
+    import pyarrow as pa
+
+    if isinstance(rows, pa.Table):
+        rows = rows.combine_chunks().to_batches()[0] if rows.num_rows else \
+            pa.RecordBatch.from_pylist([], schema=rows.schema)
+    return rows.serialize().to_pybytes()
+
+
+def unpack(column) -> "pa.Table":
+    """The index rows packed in a column of pieces' ``rows`` (an Arrow array or chunked array), read without
+    copying, as one table."""
+    import pyarrow as pa
+
+    schema = index_schema()
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    batches = [pa.ipc.read_record_batch(value.as_buffer(), schema) for chunk in chunks for value in chunk
+               if value.is_valid]
+    return pa.Table.from_batches(batches, schema=schema)
 
 
 def _batch(columns: dict):

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kafkalab.dissect import columns as spec
 
+from .packets import KEY as _KEY
 from .packets import POS_STEP, resolve_unit
 from .plan import TARGET_BYTES, plan
 
@@ -119,10 +122,12 @@ def _units(sc, units: list) -> list:
 
 
 
-def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES,
+def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_bytes: int = TARGET_BYTES,
                  task_bytes: int = DECODE_TASK_BYTES) -> SparkCapture:
     """The frames, exchanges, records and connections of the capture in ``paths`` (files, globs,
-    directories; several files are one capture) as DataFrames, decoded on ``spark``. ``target_bytes``: the
+    directories; several files are one capture) as DataFrames, decoded on ``spark``. Their rows come decode
+    task by decode task, as Spark's tables do (no order unless asked): ``ordered=True`` sorts each by frame
+    (connections by stream), the engine's order, at the cost of a shuffle of every row. ``target_bytes``: the
     capture bytes a read task indexes; ``task_bytes``: the payload bytes a decode task decodes (see
     :func:`decode_width`)."""
     from pyspark import StorageLevel
@@ -137,7 +142,7 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES,
     units = _units(sc, capture_plan.units)
     KEPT = StorageLevel.MEMORY_AND_DISK      # serialized: a session's reads share its heap
     index = _index(spark, units).persist(KEPT)
-    facts = index.groupBy("note", *_KEY).agg(F.sum("len").alias("bytes")).collect()
+    facts = index.groupBy("note", *_KEY).agg(F.sum("bytes").alias("bytes")).collect()
     notes = sorted(row["note"] for row in facts if row["note"] is not None)
     sizes = {((row["ka_ip"], row["ka_port"]), (row["kb_ip"], row["kb_port"])): row["bytes"]
              for row in facts if row["note"] is None}
@@ -155,12 +160,13 @@ def read_capture(spark, paths, ports=None, *, target_bytes: int = TARGET_BYTES,
     if any(u & known for u, _ in topics) and len(topics) > 1:
         decoded.unpersist()
         cuts = {}
-        decoded = _decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, 1).persist(KEPT)
+        width = 1
+        decoded = _decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, width).persist(KEPT)
         facts = _facts(decoded)
     aliases = {(c["rank"], c["start"], c["pos"] - POS_STEP + 1): c["first"] for found in cuts.values() for c in found}
     streams = [(aliases.get(key, key), (g, s["local"])) for g, s in facts["stream"]
                for key in [(s["rank"], s["start"], s["pos"])]]
-    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases), payload_bytes=sum(sizes.values()))
+    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases), ordered=ordered)
     index.unpersist()
     return SparkCapture(tables["frames"], tables["exchanges"], tables["records"], tables["connections"],
                         capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()})
@@ -208,7 +214,9 @@ def heavy_cuts(spark, index, sizes: dict, width: int, files: list[str], kafka_po
     def cut(key, table):
         import pyarrow as pa
 
-        found = find_cuts(table, files, int(table.column("pieces")[0].as_py()))
+        from .packets import unpack
+
+        found = find_cuts(unpack(table.column("rows")), files, int(table.column("pieces")[0].as_py()))
         columns = [f.split()[0] for f in CUT_COLUMNS.split(", ")]
         values = [(*(k.as_py() for k in key), c["rank"], c["start"], c["pos"], c["ts"], *c["client"], *c["server"],
                    c["cseq"], c["sseq"], c["bytes"], *c["first"]) for c in found]
@@ -258,71 +266,76 @@ def decode_tasks(groups: dict, sizes: dict, width: int, cuts: dict | None = None
     return out
 
 
-_KEY = ("ka_ip", "ka_port", "kb_ip", "kb_port")
-
-
 def _index(spark, units: list):
-    """The index rows of every unit (a task each), with each row's connection key (the two endpoints, the
-    smaller first: both directions meet)."""
-    from pyspark.sql import functions as F
-
-    from .packets import index_ddl, index_unit
+    """The index rows of every unit (a task each), packed per connection (:func:`.packets.unit_pieces`: both
+    directions of a connection share its key)."""
+    from .packets import PIECE_DDL, unit_pieces
 
     def index_units(batches):
         for batch in batches:
             for unit in batch.to_pylist():
-                yield from index_unit((unit["rank"], unit["path"], unit["start"], unit["end"]))
+                yield from unit_pieces((unit["rank"], unit["path"], unit["start"], unit["end"]))
 
     listed = spark.sparkContext.parallelize(units, len(units)).toDF("rank bigint, path string, start bigint, end bigint")
-    rows = listed.mapInArrow(index_units, index_ddl())
-    src, dst, sport, dport = F.col("src"), F.col("dst"), F.col("sport"), F.col("dport")
-    src_first = (src < dst) | ((src == dst) & (sport <= dport))
-    return rows.select("*", F.when(src_first, src).otherwise(dst).alias("ka_ip"),
-                       F.when(src_first, sport).otherwise(dport).alias("ka_port"),
-                       F.when(src_first, dst).otherwise(src).alias("kb_ip"),
-                       F.when(src_first, dport).otherwise(sport).alias("kb_port"))
+    return listed.mapInArrow(index_units, PIECE_DDL)
 
 
 def _decode(spark, index, tasks: dict, cuts: dict, files: list[str], ports, width: int):
-    """The decode tasks' output: the index rows are shuffled to their task (no payload bytes travel), where
-    the engine decodes them, reading their payloads from the shared files. Each task is labelled with a
-    number Spark's hash partitioning sends to a partition of its own, so the ``width`` tasks run in parallel."""
+    """The decode tasks' output: each connection's pieces go to its task (a cut connection's are cut at its
+    cuts first, and each range gets its synthetic handshake), then the engine decodes each task's index rows,
+    reading their payloads from the shared files (no payload bytes travel). Each task is labelled with a number
+    Spark's hash partitioning sends to a partition of its own, so the ``width`` tasks run in parallel."""
     from pyspark.sql import functions as F
 
     from .decode import decode_group, output_ddl
-    from .packets import index_ddl
+    from .packets import index_schema, pack, unpack
     from .skew import handshake_rows
 
     label = _labels(spark, width)
-    assignment = spark.createDataFrame([(a[0], a[1], b[0], b[1], r, label[t]) for ((a, b), r), t in tasks.items()],
-                                       "ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, range bigint, g bigint")
-    rows = index.where(F.col("note").isNull()).withColumn("range", _range_of(cuts))
+    task_of = {(key, r): label[t] for (key, r), t in tasks.items()}
+
+    def route(batches):
+        for batch in batches:
+            yield _routed(batch, task_of, cuts)
+
+    listed = index.where(F.col("note").isNull()).mapInArrow(route, "g bigint, rows binary")
     if cuts:
-        handshakes = [row for key, found in cuts.items() for k, c in enumerate(found, 1)
-                      for row in handshake_rows(key, c, k)]
-        rows = rows.unionByName(spark.createDataFrame(
-            handshakes, index_ddl() + ", ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, range bigint"))
-    rows = rows.join(F.broadcast(assignment), [*_KEY, "range"]).drop(*_KEY, "range")
+        import pyarrow as pa
+
+        handshakes = [(task_of[(key, k)], pack(pa.Table.from_pylist(handshake_rows(c), schema=index_schema())))
+                      for key, found in cuts.items() for k, c in enumerate(found, 1)]
+        listed = listed.unionByName(spark.createDataFrame(handshakes, "g bigint, rows binary"))
 
     def decode(key, table):
-        return decode_group(key[0].as_py(), table, files, ports)
+        return decode_group(key[0].as_py(), unpack(table.column("rows")), files, ports)
 
-    return rows.repartition(width, "g").groupBy("g").applyInArrow(decode, output_ddl())
+    return listed.repartition(width, "g").groupBy("g").applyInArrow(decode, output_ddl())
 
 
-def _range_of(cuts: dict):
-    """The range of each index row: 0, or for a cut connection the number of its cuts at or before the row."""
-    from pyspark.sql import functions as F
+def _routed(batch, task_of: dict, cuts: dict):
+    """Batches of (task label, packed index rows): each piece of ``batch`` whole, or for a cut connection
+    split into its ranges."""
+    import pyarrow as pa
 
-    rank, start, pos = F.col("rank"), F.col("start"), F.col("pos")
-    found = F.lit(0)
-    for ((a_ip, a_port), (b_ip, b_port)), marks in cuts.items():
-        mine = ((F.col("ka_ip") == a_ip) & (F.col("ka_port") == a_port) & (F.col("kb_ip") == b_ip)
-                & (F.col("kb_port") == b_port))
-        after = [F.when((rank > c["rank"]) | ((rank == c["rank"]) & ((start > c["start"]) | (
-            (start == c["start"]) & (pos >= c["pos"])))), 1).otherwise(0) for c in marks]
-        found = F.when(mine, sum(after[1:], after[0])).otherwise(found)
-    return found.cast("bigint")
+    from .packets import pack, unpack
+    from .skew import range_of
+
+    labels, packed = [], []
+    keys = zip(*(batch.column(c).to_pylist() for c in _KEY))
+    for (ka_ip, ka_port, kb_ip, kb_port), k in zip(keys, range(batch.num_rows)):
+        key = ((ka_ip, ka_port), (kb_ip, kb_port))
+        blob = batch.column("rows").slice(k, 1)
+        if key not in cuts:
+            labels.append(task_of[(key, 0)])
+            packed.append(blob[0].as_py())
+            continue
+        rows = unpack(blob)
+        ranges = range_of(rows, cuts[key])
+        for r in np.unique(ranges).tolist():
+            labels.append(task_of[(key, r)])
+            packed.append(pack(rows.filter(pa.array(ranges == r))))
+    return pa.RecordBatch.from_arrays([pa.array(labels, pa.int64()), pa.array(packed, pa.binary())],
+                                      names=["g", "rows"])
 
 
 def _labels(spark, width: int) -> list[int]:

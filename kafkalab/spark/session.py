@@ -5,7 +5,8 @@ sessions users make themselves too.
 
 Owns the settings every kafkalab Spark job needs whatever the master: Python workers run the interpreter the
 driver runs (otherwise they start whatever ``python3`` is first on the PATH, which may lack kafkalab), the driver
-binds to 127.0.0.1 unless a cluster master elsewhere is named, and Spark's console noise stays off unless asked.
+binds to 127.0.0.1 unless a cluster master elsewhere is named, the JVMs compile with the quick compiler only
+(:data:`JIT_OPTIONS`), and Spark's console noise stays off unless asked.
 """
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ warnings.filterwarnings("ignore", message="PySpark does not yet fully support pa
                         module=r"pyspark\.")
 warnings.filterwarnings("ignore", message="The copy keyword is deprecated", category=DeprecationWarning,
                         module=r"pyspark\.")
+
+
+# The JVM's optimising compiler (C2) spent more CPU compiling the code Spark generates for each query than the
+# JVM spent running it: a kafkalab job is many short queries over opaque Arrow bytes, whose code never runs
+# long enough to repay C2. With the quick compiler alone, a 2 GB capture read on local[2] took 85 s of JVM
+# CPU instead of 125 s (bench/bench_spark.py); a user's own setting wins.
+JIT_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 class SparkUnavailable(RuntimeError):
@@ -58,6 +66,8 @@ def session(master: str = "local[*]", app_name: str = "kafkalab", config: dict[s
                .config("spark.sql.session.timeZone", "UTC"))         # kafkalab's times are UTC
     if local:
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        builder = builder.config(key, JIT_OPTIONS)
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -119,17 +119,27 @@ def _stream_bytes(paths, col, packets, lengths, stops, pos: int, count: int) -> 
     return out
 
 
-def handshake_rows(key: tuple, cut: dict, range_id: int) -> list[tuple]:
-    """The synthetic SYN, SYN-ACK and ACK opening a range (index rows with the connection key and range)."""
+def handshake_rows(cut: dict) -> list[dict]:
+    """The synthetic SYN, SYN-ACK and ACK opening the range that starts at ``cut`` (index rows)."""
     (client, cport), (server, sport) = cut["client"], cut["server"]
     cseq, sseq = cut["cseq"], cut["sseq"]
     rows = [(client, cport, server, sport, (cseq - 1) % SEQ_MOD, 0, SYN),
             (server, sport, client, cport, (sseq - 1) % SEQ_MOD, cseq, SYN | ACK),
             (client, cport, server, sport, cseq, sseq, ACK)]
-    (a_ip, a_port), (b_ip, b_port) = key
-    return [(cut["rank"], cut["start"], cut["pos"] - POS_STEP + 1 + k, cut["ts"], src, sp, dst, dp, seq, ack, flags,
-             -1, 0, None, None, None, a_ip, a_port, b_ip, b_port, range_id)
-            for k, (src, sp, dst, dp, seq, ack, flags) in enumerate(rows)]
+    return [{"rank": cut["rank"], "start": cut["start"], "pos": cut["pos"] - POS_STEP + 1 + k, "ts": cut["ts"],
+             "src": src, "sport": sp, "dst": dst, "dport": dp, "seq": seq, "ack": ack, "flags": flags, "off": -1,
+             "len": 0} for k, (src, sp, dst, dp, seq, ack, flags) in enumerate(rows)]
+
+
+def range_of(rows, cuts: list[dict]) -> np.ndarray:
+    """The range of each of a cut connection's index rows: the number of its cuts at or before the row (by
+    order key)."""
+    rank, start, pos = (rows.column(name).to_numpy().astype(np.int64) for name in ("rank", "start", "pos"))
+    found = np.zeros(rows.num_rows, dtype=np.int64)
+    for c in cuts:
+        found += (rank > c["rank"]) | ((rank == c["rank"]) & ((start > c["start"]) | (
+            (start == c["start"]) & (pos >= c["pos"]))))
+    return found
 
 
 def merge_connections(rows):

@@ -23,11 +23,17 @@ def engine_rows(capture, table: str) -> list[tuple]:
 
 
 def spark_rows(df, table: str) -> list[tuple]:
+    """A Spark table's rows in the engine's order: sorted by frame (connections: stream; nulls first), which
+    keeps each frame's records in the order their decode task gave them (the sort is stable)."""
     from pyspark.sql import functions as F
+
+    from kafkalab.spark.numbering import SORT
 
     columns = [F.unix_micros(F.col(c.name)).alias(c.name) if c.type == "time" else F.col(c.name)
                for c in spec.TABLES[table]]
-    return [tuple(_plain(_py(v)) for v in row) for row in df.select(*columns).collect()]
+    rows = [tuple(_plain(_py(v)) for v in row) for row in df.select(*columns).collect()]
+    at = [c.name for c in spec.TABLES[table]].index(SORT[table][0])
+    return sorted(rows, key=lambda row: (row[at] is not None, row[at] or 0))
 
 
 def _plain(value):

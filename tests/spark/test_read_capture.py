@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 import kafkalab
+import kafkalab.dissect.columns
 from kafkalab.pcap import CaptureError
 from kafkalab.spark import read_capture, register
 from tests.spark.captures import (HEAVY_CLIENT, corrupt_gzip, heavy_connection_pcap, interleaved_hosts_pcap,
                                   nested_capture_pcap, rotate, unreadable)
-from tests.spark.equality import TABLES, assert_same_rows, engine_rows, spark_rows
+from kafkalab.spark.decode import _py
+from tests.spark.equality import TABLES, _plain, assert_same_rows, engine_rows, spark_rows
 
 CAPTURES = sorted((Path(__file__).parents[2] / "captures").glob("*.pcap"))
 
@@ -148,3 +150,40 @@ def test_smaller_decode_shares_cut_the_heavy_connection_into_more_ranges_with_th
     spark_capture = read_capture(spark_local, [path], task_bytes=payload // 12)
     assert spark_capture.split.get(key, 1) > default
     assert_same_rows(spark_capture, kafkalab.read_capture(path))
+
+
+def test_ordered_tables_come_in_the_engines_order_without_sorting(spark_local, hosts_capture):
+    """Unordered (the default), rows come decode task by decode task; ``ordered=True`` gives the engine's order
+    as Spark returns it, with each frame's records in their order."""
+    from pyspark.sql import functions as F
+
+    engine = kafkalab.read_capture(hosts_capture)
+    spark_capture = read_capture(spark_local, [hosts_capture], ordered=True)
+    for table in TABLES:
+        columns = [F.unix_micros(F.col(c.name)).alias(c.name) if c.type == "time" else F.col(c.name)
+                   for c in kafkalab.dissect.columns.TABLES[table]]
+        got = [tuple(_plain(_py(v)) for v in row) for row in spark_capture.table(table).select(*columns).collect()]
+        assert got == engine_rows(engine, table), table
+
+
+def test_the_session_compiles_with_the_quick_compiler_unless_told_otherwise(spark_local):
+    from kafkalab.spark.session import JIT_OPTIONS
+
+    jvm = spark_local.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert JIT_OPTIONS in arguments
+    assert JIT_OPTIONS in spark_local.sparkContext.getConf().get("spark.executor.extraJavaOptions").split()
+
+
+def test_frame_numbers_too_many_to_broadcast_are_joined_by_spark_with_the_same_rows(spark_local, hosts_capture):
+    def plan(capture):
+        return capture.records._jdf.queryExecution().executedPlan().toString()
+
+    assert "BroadcastHashJoin" in plan(read_capture(spark_local, [hosts_capture]))     # few frames: broadcast
+    spark_local.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")                   # as if too many
+    try:
+        spark_capture = read_capture(spark_local, [hosts_capture])
+        assert "BroadcastHashJoin" not in plan(spark_capture)
+        assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
+    finally:
+        spark_local.conf.unset("spark.sql.autoBroadcastJoinThreshold")
