@@ -175,12 +175,15 @@ def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_byte
 def decode_width(payload_bytes: int, parallelism: int, task_bytes: int = DECODE_TASK_BYTES) -> int:
     """How many decode tasks share a capture's ``payload_bytes``: two per core at least (a task that ends
     late then idles one core for half as long), and more as the capture grows, so that each task's share
-    stays near ``task_bytes`` whatever the input's size. A decode task holds its share's tables while it
+    stays near ``task_bytes`` whatever the input's size, in whole rounds (a multiple of the cores: seven
+    equal tasks on two cores leave one core idle for the last task's length). A decode task holds its share's tables while it
     runs, and so does the task that renumbers them: with a fixed number of tasks, a Python worker's memory
     would grow with the capture (a 20 GB capture on two cores would give each of four tasks 5 GB). A
     connection heavier than a share is cut into ranges (:func:`heavy_cuts`), so a share is bounded by
     ``task_bytes`` but for one client host's many light connections, which stay together for inference."""
-    return int(max(1, 2 * parallelism, -(-payload_bytes // max(1, task_bytes))))
+    wanted = max(1, 2 * parallelism, -(-payload_bytes // max(1, task_bytes)))
+    cores = max(1, parallelism)
+    return int(-(-wanted // cores) * cores)
 
 
 def _facts(decoded) -> dict:

@@ -36,5 +36,7 @@ def test_decode_tasks_grow_with_the_capture_so_a_tasks_share_stays_bounded():
     big = 20 * 10**9                                       # 20 GB on two cores: not four 5 GB shares
     width = decode_width(big, 2)
     assert width > 4 and big / width <= DECODE_TASK_BYTES
-    assert decode_width(2 * big, 2) >= 2 * width - 1       # twice the capture, twice the tasks
+    assert decode_width(2 * big, 2) >= 2 * width - 2       # twice the capture, twice the tasks
     assert decode_width(big, 64) == max(128, width)         # a big cluster keeps two tasks per core
+    assert all(decode_width(size, 2) % 2 == 0 for size in range(0, big, big // 37))   # whole rounds
+    assert decode_width(7 * DECODE_TASK_BYTES - 1, 3) == 9
