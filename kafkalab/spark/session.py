@@ -30,8 +30,11 @@ warnings.filterwarnings("ignore", message="The copy keyword is deprecated", cate
 # The JVM's optimising compiler (C2) spent more CPU compiling the code Spark generates for each query than the
 # JVM spent running it: a kafkalab job is many short queries over opaque Arrow bytes, whose code never runs
 # long enough to repay C2. With the quick compiler alone, a 2 GB capture read on local[2] took 85 s of JVM
-# CPU instead of 125 s (bench/bench_spark.py); a user's own setting wins.
-JIT_OPTIONS = "-XX:TieredStopAtLevel=1"
+# CPU instead of 125 s (bench/bench_spark.py); a user's own setting wins. The quick compiler alone also
+# shrinks the JVM's default code cache to 48 MB, which a long session (a notebook, a test suite: hundreds of
+# queries, each with classes of its own) fills until the JVM fails; so the cache keeps the size it has
+# with both compilers.
+JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 class SparkUnavailable(RuntimeError):

@@ -171,8 +171,13 @@ def test_the_session_compiles_with_the_quick_compiler_unless_told_otherwise(spar
 
     jvm = spark_local.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert JIT_OPTIONS in arguments
-    assert JIT_OPTIONS in spark_local.sparkContext.getConf().get("spark.executor.extraJavaOptions").split()
+    assert set(JIT_OPTIONS.split()) <= set(arguments)
+    assert set(JIT_OPTIONS.split()) <= set(spark_local.sparkContext.getConf().get("spark.executor.extraJavaOptions").split())
+    diagnostics = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert diagnostics.getVMOption("TieredStopAtLevel").getValue() == "1"
+    # the quick compiler alone would shrink the code cache to 48 MB, which a long session fills
+    assert int(diagnostics.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 << 20
 
 
 def test_frame_numbers_too_many_to_broadcast_are_joined_by_spark_with_the_same_rows(spark_local, hosts_capture):
