@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from kafkalab.dissect.columns import latency_ms
 from kafkalab.dissect.frame import Frame
 from kafkalab.pcap import ACK, FIN, RST, SYN, TcpPacket
 
@@ -132,6 +133,6 @@ class Analyzer:
                 frame._request = None
                 frame.request_frame = request.frame
                 request.response_frame = frame.frame
-                latency = round((frame.ts - request.ts) * 1000.0, 6)
+                latency = latency_ms(frame.ts - request.ts)
                 frame.latency_ms = request.latency_ms = latency
         return frames

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from kafkalab.dissect import decoding
+from kafkalab.dissect.columns import latency_ms
 from kafkalab.dissect.facts import uses_topic_ids
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.records_table import APIS as RECORDS_APIS
@@ -275,7 +276,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 elapsed = ts - asked[5]
                 latency = latencies.get(elapsed)
                 if latency is None:
-                    latency = round(elapsed * 1000.0, 6)
+                    latency = latency_ms(elapsed)
                     if len(latencies) < 65536:
                         latencies[elapsed] = latency
                 pairs.append((asked[0], index, asked[1], count, latency))

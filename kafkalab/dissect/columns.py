@@ -21,6 +21,13 @@ def epoch_micros(ts: float) -> int:
     return round(ts * 1e6)
 
 
+def latency_ms(seconds: float) -> float:
+    """Seconds between a request and its response as the ``latency_ms`` columns carry them: milliseconds
+    rounded to the nanosecond (Python's ``round``, half to even: numpy's rounding differs in the last digit
+    for some values), the one conversion every reader of a capture uses."""
+    return round(seconds * 1000.0, 6)
+
+
 def epoch_micros_array(ts):
     """:func:`epoch_micros` over a sequence of times, as an int64 numpy array (the same values)."""
     import numpy as np

@@ -139,8 +139,8 @@ def _is(strings, value: str) -> np.ndarray:
 
 
 def _latencies(elapsed: np.ndarray) -> list:
-    """Seconds between request and response as the engine reports them: ``round(seconds * 1000, 6)`` ms."""
-    return [round(seconds * 1000.0, 6) for seconds in elapsed.tolist()]
+    """Seconds between requests and responses as the engine reports them (:func:`~kafkalab.dissect.columns.latency_ms`)."""
+    return [spec.latency_ms(seconds) for seconds in elapsed.tolist()]
 
 
 def _floats(values: np.ndarray):

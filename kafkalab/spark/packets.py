@@ -32,8 +32,6 @@ from kafkalab.pcap.split import ByteRange, check_range, map_file, read_layout
 
 POS_STEP = 4        # positions in a range are record numbers times this: room for the packets of a synthetic
                     # handshake before a cut in a heavy connection (see .skew)
-# (order key, ts_ns, src, sport, dst, dport, seq, ack, flags, payload, diagnostics): a packet of the general path
-Packet = tuple
 
 INDEX_COLUMNS = (("rank", "int64"), ("start", "int64"), ("pos", "int64"), ("ts", "int64"), ("src", "string"),
                  ("sport", "int64"), ("dst", "string"), ("dport", "int64"), ("seq", "int64"), ("ack", "int64"),
@@ -50,20 +48,9 @@ def index_schema():
     return pa.schema([(name, types[kind]) for name, kind in INDEX_COLUMNS])
 
 
-def index_ddl() -> str:
-    """The index rows' schema for Spark."""
-    kinds = {"int64": "bigint", "string": "string", "binary": "binary"}
-    return ", ".join(f"`{name}` {kinds[kind]}" for name, kind in INDEX_COLUMNS)
-
-
 PIECE_DDL = ("ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, packets bigint, bytes bigint, "
              "rows binary, note string")
-KEY = ("ka_ip", "ka_port", "kb_ip", "kb_port")   # a connection: its two endpoints, the smaller first
-
-
-def connection_key(packet: Packet) -> tuple:
-    a, b = (packet[2], packet[3]), (packet[4], packet[5])
-    return (a, b) if a <= b else (b, a)
+KEY = ("ka_ip", "ka_port", "kb_ip", "kb_port")   # a connection: its two endpoints, the smaller (address, port) first
 
 
 def resolve_unit(unit: tuple) -> tuple:

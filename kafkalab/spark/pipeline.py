@@ -7,23 +7,24 @@ is Arrow batches, and no payload byte is shuffled):
 1. **Plan** (driver, :mod:`.plan`): files in capture-time order, cut into read units; each range is resolved to
    record boundaries by a task, and a file whose ranges do not meet exactly is read whole.
 2. **Index** (a task per unit, :mod:`.packets`): the unit's TCP segments as index rows (order key, addresses,
-   ports, sequence numbers, flags, and the payload's file and offset), read with numpy.
+   ports, sequence numbers, flags, and the payload's file and offset), read with numpy and packed per
+   connection: Spark sees one row per connection and unit.
 3. **Group**: one row per connection (its key and payload bytes) goes to the driver, which puts the
    connections of one client host in one group (both ends' groups are joined when the ports do not say which
    end is the client): the requests a client host made on its other connections (the last tier of
    inference) are then all in its group, and so are the Metadata responses that host's clients usually learn
    topic names from. Groups are packed into decode tasks of about equal bytes (:func:`decode_tasks`) and the
-   index rows are shuffled to their task.
+   packed index rows are shuffled to their task (a cut connection's split at its cuts first).
 4. **Decode** (a task each, :mod:`.decode`): the task reads its payloads by offset from the shared files and
    runs the engine's bulk stages over them in global order, giving Arrow batches (``applyInArrow``), each
-   carried to the JVM as the bytes of one narrow row (kind, group, batch), cached. If a frame names a topic
+   carried to the JVM as the bytes of one narrow row (kind, group, batch, LZ4-compressed), cached. If a frame names a topic
    id its task could not name but another task could, the facts are not local and the capture is decoded
    again as one task (exact, not parallel).
 5. **Number** (:mod:`.numbering`): stream ids by the order key of each connection's first packet
    (collected: one per connection); frame numbers by ``row_number`` over the frames' sort keys (Spark SQL,
-   narrow rows); each group's batches of a table meet its (local, global) numbers in a Python task that
-   rewrites every frame and stream reference, and the rows are shuffled once to the partition of their
-   range of frame numbers and sorted there.
+   narrow rows); each group's batches of a table become rows where they are cached, and a join Spark
+   broadcasts while the numbers are small looks up their frame references. No table row is shuffled, so
+   rows come group by group unless ``ordered=True`` sorts them.
 """
 from __future__ import annotations
 
@@ -176,9 +177,9 @@ def decode_width(payload_bytes: int, parallelism: int, task_bytes: int = DECODE_
     """How many decode tasks share a capture's ``payload_bytes``: two per core at least (a task that ends
     late then idles one core for half as long), and more as the capture grows, so that each task's share
     stays near ``task_bytes`` whatever the input's size, in whole rounds (a multiple of the cores: seven
-    equal tasks on two cores leave one core idle for the last task's length). A decode task holds its share's tables while it
-    runs, and so does the task that renumbers them: with a fixed number of tasks, a Python worker's memory
-    would grow with the capture (a 20 GB capture on two cores would give each of four tasks 5 GB). A
+    equal tasks on two cores leave one core idle for the last task's length). A decode task holds its
+    share's tables while it runs: with a fixed number of tasks, a Python worker's memory would grow with the
+    capture (a 20 GB capture on two cores would give each of four tasks 5 GB). A
     connection heavier than a share is cut into ranges (:func:`heavy_cuts`), so a share is bounded by
     ``task_bytes`` but for one client host's many light connections, which stay together for inference."""
     wanted = max(1, 2 * parallelism, -(-payload_bytes // max(1, task_bytes)))
@@ -325,7 +326,7 @@ def _routed(batch, task_of: dict, cuts: dict):
 
     labels, packed = [], []
     keys = zip(*(batch.column(c).to_pylist() for c in _KEY))
-    for (ka_ip, ka_port, kb_ip, kb_port), k in zip(keys, range(batch.num_rows)):
+    for k, (ka_ip, ka_port, kb_ip, kb_port) in enumerate(keys):
         key = ((ka_ip, ka_port), (kb_ip, kb_port))
         blob = batch.column("rows").slice(k, 1)
         if key not in cuts:

@@ -2,12 +2,34 @@
 say which end is the client (so the host's requests on other connections are always in its group)."""
 from __future__ import annotations
 
-from kafkalab.spark.packets import connection_key
+from pathlib import Path
+
+from kafkalab.spark.packets import index_unit, unit_pieces, unpack
 from kafkalab.spark.pipeline import group_of_connections
+
+CAPTURES = sorted((Path(__file__).parents[2] / "captures").glob("*.pcap"))
 
 
 def key(a, b):
-    return connection_key((None, 0, a[0], a[1], b[0], b[1]))
+    """A connection's key: its two endpoints, the smaller (address, port) first, whichever way a packet goes."""
+    return tuple(sorted([a, b]))
+
+
+def test_a_units_index_rows_are_packed_once_per_connection_under_its_key():
+    for rank, capture in enumerate(CAPTURES):
+        rows, _ = index_unit((rank, str(capture), -1, -1))
+        pieces, notes = unit_pieces((rank, str(capture), -1, -1))
+        assert notes.num_rows == 0
+        keys = [((a, p), (b, q)) for a, p, b, q in zip(*(pieces.column(c).to_pylist()
+                                                         for c in ("ka_ip", "ka_port", "kb_ip", "kb_port")))]
+        assert len(set(keys)) == len(keys) and sum(pieces.column("packets").to_pylist()) == rows.num_rows
+        for i, k in enumerate(keys):
+            packed = unpack(pieces.column("rows").slice(i, 1))
+            ends = {key((s, sp), (d, dp)) for s, sp, d, dp in zip(*(packed.column(c).to_pylist()
+                                                                   for c in ("src", "sport", "dst", "dport")))}
+            assert ends == {k}
+            assert sum(packed.column("len").to_pylist()) == pieces.column("bytes")[i].as_py()
+            assert packed.column("pos").to_pylist() == sorted(packed.column("pos").to_pylist())
 
 
 def test_connections_of_one_client_host_share_a_group_and_other_hosts_do_not():
