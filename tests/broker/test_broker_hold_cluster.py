@@ -119,6 +119,56 @@ def test_three_nodes_spread_leaders_and_refuse_requests_to_non_leaders():
                 client.close()
 
 
+def test_a_refused_fetch_names_the_new_leader_and_carries_an_empty_record_set():
+    with Broker(topics={"t": 1}, nodes=3) as broker:
+        old = broker.leaders("t")[0]
+        addresses = broker.node_addresses
+        client = RawClient("%s:%d" % addresses[old])
+        try:
+            meta = client.call(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                                     "include_topic_authorized_operations": False})
+            topic_id = meta["topics"][0]["topic_id"]
+            new, epoch = broker.move_leader("t", 0)
+            for version, topic in ((12, {"topic": "t"}), (16, {"topic_id": topic_id})):
+                body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 10**6, "topics": [
+                    {**topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 10**6}]}]}
+                answer = client.call(ApiKey.FETCH, version, body, records="raw")
+                part = answer["responses"][0]["partitions"][0]
+                assert part["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                assert part["records"] == b""                   # empty, as Kafka sends: a null set breaks librdkafka
+                assert part["current_leader"] == {"leader_id": new, "leader_epoch": epoch}
+                if version >= 16:                               # KIP-951: where the new leader listens
+                    assert [(e["node_id"], e["port"]) for e in answer["node_endpoints"]] == [(new, addresses[new][1])]
+        finally:
+            client.close()
+
+
+def test_a_consumer_fetching_from_a_leader_that_moves_follows_it_at_once():
+    with Broker(topics={"t": 1}, nodes=3) as broker:
+        consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g",
+                                "enable.auto.commit": False, "fetch.wait.max.ms": 50,
+                                "topic.metadata.refresh.interval.ms": 600000})
+        consumer.assign([ck.TopicPartition("t", 0, ck.OFFSET_BEGINNING)])
+        try:
+            consumer.poll(1.0)                                  # fetching (nothing yet) from the first leader
+            broker.move_leader("t", 0)
+            time.sleep(0.3)                                     # its next fetches reach the old leader
+            producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers})
+            producer.produce("t", b"after the move", partition=0)
+            assert producer.flush(TIMEOUT) == 0
+            got, deadline = [], time.time() + 10
+            while not got and time.time() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is not None and msg.error() is None:
+                    got.append(msg.value())
+            assert got == [b"after the move"]
+        finally:
+            consumer.close()
+        refused = [f for f in broker.journal if f.api_key == ApiKey.FETCH and f.kind == "response"
+                   and f.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER]
+        assert refused                                          # it did meet the moved leader
+
+
 @pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
 def test_cluster_survives_leader_changes_with_no_acknowledged_record_lost(client):
     with Broker(topics={"t": 3}, nodes=3) as broker:

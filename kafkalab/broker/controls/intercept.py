@@ -116,13 +116,7 @@ class LabControls:
     def after_response(self, conn, pending, body: dict, version: int, ts: float) -> bytes | Parked:
         plan: Plan = pending.plan
         if plan.refusals:
-            def refuse(node: dict, topic, partition) -> None:
-                code = _refused(plan.refusals, topic, partition)
-                if code is not None and "error_code" in node:
-                    node["error_code"] = int(code)
-                    if "records" in node:
-                        node["records"] = None
-            walk(body, refuse, self.state.store.by_id)
+            self._refuse(conn, pending.api_key, body, version, plan.refusals)
         for rule in plan.after:
             if rule.kind == "throttle" and "throttle_time_ms" in body:
                 body["throttle_time_ms"] = rule.throttle_ms
@@ -134,6 +128,32 @@ class LabControls:
             plan.notes.append(f"held {delay:g} s (fault)")
             return Parked(lambda sent_ts: conn.sent(pending, raw, sent_ts, plan.notes), delay=delay)
         return conn.sent(pending, raw, ts, plan.notes)
+
+    def _refuse(self, conn, api_key: int, body: dict, version: int, refusals: list[Refusal]) -> None:
+        """Write the refusals' error codes into a response body, as Kafka answers a refused partition: no
+        records (an empty set, never null: librdkafka cannot parse a null one), and for a partition this node
+        does not lead, the leader and its epoch (KIP-951: ``current_leader`` and ``node_endpoints``, in the
+        versions that have them) so the client goes to the new leader without asking for metadata first."""
+        response = api_spec(api_key).response
+        hints = _has_field(response.fields, "current_leader", version)
+        leaders: set[int] = set()
+
+        def refuse(node: dict, topic, partition) -> None:
+            code = _refused(refusals, topic, partition)
+            if code is None or "error_code" not in node:
+                return
+            node["error_code"] = int(code)
+            if "records" in node:
+                node["records"] = b""
+            if hints and code == ErrorCode.NOT_LEADER_OR_FOLLOWER and topic is not None and partition is not None:
+                leader, epoch = self.cluster.leader(topic, partition)
+                node["current_leader"] = {"leader_id": leader, "leader_epoch": epoch}
+                leaders.add(leader)
+        walk(body, refuse, self.state.store.by_id)
+        if leaders and _has_field(response.fields, "node_endpoints", version, nested=False):
+            body["node_endpoints"] = [{"node_id": node, "host": host, "port": port, "rack": None}
+                                      for node, host, port in self.state.brokers(conn.local_host, conn.local_port)
+                                      if node in leaders]
 
     def _bytes(self, conn, pending, body: dict, version: int, plan: Plan) -> bytes:
         raw = conn.encode(pending, body, version)
@@ -186,6 +206,12 @@ def walk(node, visit, topic_ids, topic: str | None = None, partition: int | None
     for value in node.values():
         if isinstance(value, (list, dict)):
             walk(value, visit, topic_ids, topic, partition)
+
+
+def _has_field(fields, name: str, version: int, nested: bool = True) -> bool:
+    """Whether a message (or, with ``nested``, any struct in it) has field ``name`` in ``version``."""
+    return any(f.exists_in(version) and (f.name == name or (nested and _has_field(f.fields, name, version)))
+               for f in fields)
 
 
 def _refused(refusals: list[Refusal], topic, partition) -> int | None:

@@ -25,19 +25,20 @@ def handle(ctx, body: dict) -> dict:
                            "timestamp": -1, "offset": -1, "leader_epoch": -1, "old_style_offsets": []}
                           for p in t.get("partitions", ())]
         else:
-            partitions = [_answer(topic, p, committed_only, ctx.api_version) for p in t.get("partitions", ())]
+            partitions = [_answer(topic, p, committed_only, ctx.state.cluster) for p in t.get("partitions", ())]
         topics.append({"name": t["name"], "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _answer(topic, p: dict, committed_only: bool, api_version: int) -> dict:
+def _answer(topic, p: dict, committed_only: bool, cluster) -> dict:
+    """One partition's offset, with the partition's current leader epoch (it moves with its leader)."""
     index = p["partition_index"]
     if topic is None or not 0 <= index < len(topic.partitions):
         return {"partition_index": index, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "timestamp": -1, "offset": -1,
                 "leader_epoch": -1, "old_style_offsets": []}
     offset, timestamp = _lookup(topic.partitions[index].log, p["timestamp"], committed_only)
     return {"partition_index": index, "error_code": NONE, "timestamp": timestamp, "offset": offset,
-            "leader_epoch": 0 if offset >= 0 else -1, "old_style_offsets": [offset] if offset >= 0 else []}
+            "leader_epoch": cluster.leader(topic.name, index)[1] if offset >= 0 else -1, "old_style_offsets": [offset] if offset >= 0 else []}
 
 
 def _lookup(log, target: int, committed_only: bool) -> tuple[int, int]:
