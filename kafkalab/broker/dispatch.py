@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kafkalab.protocol import ErrorCode, ProtocolError, decode_request, encode_response
+from kafkalab.protocol import ApiKey, ErrorCode, ProtocolError, decode_request, encode_response
 from kafkalab.protocol.codec.layout import message_layout
 from kafkalab.protocol.framing import cut_frames
 from kafkalab.protocol.schema.registry import api_spec, message_spec
@@ -32,7 +32,6 @@ from .security.api_acls import denial
 
 log = logging.getLogger("kafkalab.broker")
 
-API_VERSIONS, UNSUPPORTED_VERSION, UNKNOWN_SERVER_ERROR = 18, 35, -1
 _HEADER = struct.Struct(">hhi")
 MIN_READ, MAX_READ = 64 * 1024, 8 * 1024 * 1024
 
@@ -230,7 +229,7 @@ class Connection:
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")
         pending = Pending(api_key, api_version, correlation_id, entry)
         if not handler.min_version <= api_version <= handler.max_version:
-            if api_key == API_VERSIONS:
+            if api_key == ApiKey.API_VERSIONS:
                 return self.respond(pending, self._api_versions_fallback(api_version), self.clock(), api_version=0)
             return self.respond(pending, self._unsupported(api_key, api_version), self.clock())
         try:
@@ -255,7 +254,7 @@ class Connection:
             result = run()
         except Exception:  # noqa: BLE001 - a handler bug answers this request, it does not stop the broker
             log.exception("handler for %s v%d failed", handler_name(pending.api_key), pending.api_version)
-            result = error_body(pending.api_key, pending.api_version, UNKNOWN_SERVER_ERROR)
+            result = error_body(pending.api_key, pending.api_version, ErrorCode.UNKNOWN_SERVER_ERROR)
         if result is None:
             return None
         if isinstance(result, Wait):
@@ -305,14 +304,14 @@ class Connection:
         """KIP-511: ApiVersions in a version we do not speak gets a v0 body (response header v0, as always for
         ApiVersions) with UNSUPPORTED_VERSION and our ranges, so the client can pick a version and retry."""
         log.info("ApiVersions v%d not supported: answering v0 with UNSUPPORTED_VERSION (KIP-511)", api_version)
-        return {"error_code": UNSUPPORTED_VERSION, "api_keys": advertised(self.registry)}
+        return {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised(self.registry)}
 
     def _unsupported(self, api_key: int, api_version: int) -> dict:
         """Other APIs: a body of the asked version with error 35, if the codec can encode that version at all."""
         low, high = api_spec(api_key).response.versions
         if not low <= api_version <= high:
             raise CloseConnection(f"{handler_name(api_key)} v{api_version} is beyond what the codec knows")
-        return error_body(api_key, api_version, UNSUPPORTED_VERSION)
+        return error_body(api_key, api_version, ErrorCode.UNSUPPORTED_VERSION)
 
 
 def _refused(ctx: RequestContext, body: dict) -> dict | None:

@@ -14,11 +14,11 @@ from typing import NamedTuple
 
 import crc32c
 
+from kafkalab.protocol import ErrorCode
 from kafkalab.protocol.records import DEFAULT_MAX_INFLATED, DEFAULT_MAX_RECORDS, decode_records, iter_batches
 from kafkalab.protocol.records.batch import HEADER_SIZE, header_problem
 from kafkalab.protocol.records.legacy import validate as legacy_validate
 
-NONE, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD = 0, 2, 10, 87
 _V2_PRODUCER = struct.Struct(">qhi")
 _I16, _I32, _I64, _U32 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q"), struct.Struct(">I")
 
@@ -63,34 +63,35 @@ def check_record_set(data: bytes | None, max_batch_bytes: int, mode: str = "crc"
     legacy messages are walked without building records, inner messages' CRCs included. "full" mode also
     decodes every v2 record. Pure (no broker state), so it may run off the event loop."""
     if not data:
-        return Checked(CORRUPT_MESSAGE, "empty record set")
+        return Checked(ErrorCode.CORRUPT_MESSAGE, "empty record set")
     batches: list[ProducedBatch] = []
     counts: list[int] = []
     for b in iter_batches(data):
         if b.partial or b.magic not in (0, 1, 2):
-            return Checked(CORRUPT_MESSAGE, f"truncated or unknown entry (magic {b.magic}) at byte {b.position}")
+            return Checked(ErrorCode.CORRUPT_MESSAGE,
+                           f"truncated or unknown entry (magic {b.magic}) at byte {b.position}")
         if b.size > max_batch_bytes:
-            return Checked(MESSAGE_TOO_LARGE, f"batch of {b.size} bytes is above {max_batch_bytes}")
+            return Checked(ErrorCode.MESSAGE_TOO_LARGE, f"batch of {b.size} bytes is above {max_batch_bytes}")
         if b.magic != 2:
             problem, count = legacy_validate(data, b.position, b.position + b.size, max_inflated=max_inflated,
                                              max_records=max_records)
             if problem:
-                return Checked(CORRUPT_MESSAGE, problem)
+                return Checked(ErrorCode.CORRUPT_MESSAGE, problem)
             counts.append(count)
             continue
         if b.size < HEADER_SIZE or _U32.unpack_from(data, b.position + 17)[0] != \
                 crc32c_fast(memoryview(data)[b.position + 21:b.position + b.size]):
-            return Checked(CORRUPT_MESSAGE, f"batch at byte {b.position} fails its CRC")
+            return Checked(ErrorCode.CORRUPT_MESSAGE, f"batch at byte {b.position} fails its CRC")
         problem = header_problem(data, b.position, b.size, max_records=max_records)
         if problem:
-            return Checked(INVALID_RECORD, problem)
+            return Checked(ErrorCode.INVALID_RECORD, problem)
         pid, epoch, seq = _V2_PRODUCER.unpack_from(data, b.position + 43)
         attributes = _I16.unpack_from(data, b.position + 21)[0]
         batches.append(ProducedBatch(pid, epoch, seq, seq + b.last_offset - b.base_offset, attributes))
         counts.append(b.record_count)
     if mode == "full" and not _decodes_cleanly(data, max_inflated):
-        return Checked(CORRUPT_MESSAGE, "a record does not decode")
-    return Checked(NONE, None, batches, counts)
+        return Checked(ErrorCode.CORRUPT_MESSAGE, "a record does not decode")
+    return Checked(ErrorCode.NONE, None, batches, counts)
 
 
 def needs_inflating(data: bytes | None, mode: str) -> bool:

@@ -20,10 +20,9 @@ from typing import NamedTuple
 from kafkalab.protocol import ProtocolError, Request, Response, decode_request, decode_response
 from kafkalab.protocol.codec import compiler
 from kafkalab.protocol.payloads import SITES, attach_payloads
-from kafkalab.protocol.schema.headers import request_header_version, response_header_version
+from kafkalab.protocol.schema.headers import API_VERSIONS, request_header_version, response_header_version
 from kafkalab.protocol.schema.registry import api_name, message_spec
 
-API_VERSIONS = 18
 _REQUEST_HEAD = struct.Struct(">ihhih")     # size, api key, api version, correlation id, client id length
 _RESPONSE_HEAD = struct.Struct(">ii")       # size, correlation id
 _PAYLOAD_OWNERS = frozenset(site.owner for site in SITES if isinstance(site.owner, tuple))

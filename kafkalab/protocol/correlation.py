@@ -22,10 +22,11 @@ from typing import Iterable
 
 from .errors import ProtocolError
 from .messages import Response, decode_response
+from .schema.api_keys import ApiKey
+from .schema.headers import API_VERSIONS  # noqa: F401 - the capture stages import it from here
 from .schema.registry import api_keys, api_name, api_spec
 
-PRODUCE = 0
-API_VERSIONS = 18
+PRODUCE = int(ApiKey.PRODUCE)      # a plain int: compared once per frame
 Pair = tuple[int, int]              # (api_key, api_version)
 
 

@@ -17,12 +17,13 @@ from .codec import decode, encode, header_layout
 from .codec.interpreter import Malformed, decode_struct, encode_struct
 from .errors import DecodeError, ProtocolError
 from .payloads import attach_payloads, detach_payloads
+from .schema.error_codes import ErrorCode
 from .schema.headers import API_VERSIONS, request_header_version, response_header_version
 from .schema.registry import api_name, api_spec, message_spec, resolve_api_key
 from .tree import FieldNode
 from .values import to_plain
 
-UNSUPPORTED_VERSION = 35
+UNSUPPORTED_VERSION = int(ErrorCode.UNSUPPORTED_VERSION)
 
 
 @dataclass

@@ -28,6 +28,7 @@ from .codec import decode, encode
 from .codec.interpreter import Malformed, decode_struct
 from .codec.layout import message_layout
 from .errors import DecodeError, EncodeError, ProtocolError
+from .schema.api_keys import ApiKey
 from .schema.model import MessageSpec, message_from_data
 from .tree import FieldNode
 
@@ -50,7 +51,7 @@ VERSION_KEY = "version"                    # where a decoded payload keeps its i
 # versions outside its range, as the coordinators do.
 NEWER_VERSIONS_READ_AS_NEWEST = frozenset({SUBSCRIPTION, ASSIGNMENT})
 
-JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 11, 14, 15
+JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS
 
 
 # ---------------------------------------------------------------- where payloads sit

@@ -17,10 +17,9 @@ from contextlib import nullcontext
 import numpy as np
 
 from kafkalab.dissect import columns as spec
-from kafkalab.protocol.correlation import expects_response
+from kafkalab.protocol.correlation import PRODUCE, expects_response
 
 SECOND = 1_000_000_000
-PRODUCE = 0
 
 
 def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarray) -> list:

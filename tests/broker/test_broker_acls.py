@@ -201,6 +201,14 @@ def test_transaction_apis_and_log_dirs_ask_the_authorizer(broker):
                                                    "v3_and_below_topics": [{"name": "open", "partitions": [0]}]})
         assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == \
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # bob may use his own transactional id, but not alice's group: the group check answers, not a crash
+        init = bob.call("InitProducerId", 4, {"transactional_id": "bob-tx", "transaction_timeout_ms": 60000,
+                                              "producer_id": -1, "producer_epoch": -1})
+        assert init["error_code"] == 0
+        mine = {"transactional_id": "bob-tx", "producer_id": init["producer_id"],
+                "producer_epoch": init["producer_epoch"]}
+        assert bob.call("AddOffsetsToTxn", 3, {**mine, "group_id": "alice-group"})["error_code"] == \
+            ErrorCode.GROUP_AUTHORIZATION_FAILED
         broker.state.authorizer.allow_everyone_if_no_acl_found = False
         assert bob.call("DescribeLogDirs", 4, {"topics": None})["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     finally:

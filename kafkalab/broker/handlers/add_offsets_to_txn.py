@@ -5,8 +5,7 @@ PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
 """
 from __future__ import annotations
 
-
-from kafkalab.protocol import ApiKey
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..transactions import for_version
 from .base import Handler

@@ -7,8 +7,10 @@ invalid config is INVALID_CONFIG and leaves the resource untouched; a null value
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from .base import Handler
-from .config_resources import INVALID_REQUEST, Problem, alter_resources
+from .config_resources import Problem, alter_resources
 
 
 def handle(ctx, body: dict) -> dict:
@@ -20,9 +22,9 @@ def _replacement(ctx, resource, r: dict) -> dict[str, str]:
     configs = {}
     for c in r.get("configs", ()):
         if c.get("value") is None:
-            raise Problem(INVALID_REQUEST, f"Null value not supported for {c['name']}.")
+            raise Problem(ErrorCode.INVALID_REQUEST, f"Null value not supported for {c['name']}.")
         configs[c["name"]] = c["value"]
     return configs
 
 
-HANDLER = Handler(33, 0, 2, handle)
+HANDLER = Handler(ApiKey.ALTER_CONFIGS, 0, 2, handle)

@@ -9,6 +9,8 @@ UNSUPPORTED_VERSION and the ranges) happens in the dispatcher, before the body i
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey
+
 from ..controls.cluster import SUPPORTED_FEATURES
 from .base import Handler
 
@@ -30,4 +32,4 @@ def handle(ctx, body: dict) -> dict:
     return answer
 
 
-HANDLER = Handler(18, 0, 4, handle)
+HANDLER = Handler(ApiKey.API_VERSIONS, 0, 4, handle)

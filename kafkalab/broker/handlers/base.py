@@ -14,8 +14,6 @@ from kafkalab.protocol import ErrorCode
 from ..security.authorizer import CLUSTER_NAME, OP, RESOURCE, WILDCARD
 from ..security.sasl import ANONYMOUS
 
-UNSUPPORTED_VERSION = 35
-
 
 @dataclass(frozen=True)
 class Handler:

@@ -16,8 +16,6 @@ from ..configs import BROKER_CONFIGS, BROKER_RESOURCE, DEFAULT_CONFIG, TOPIC_CON
 from ..telemetry import CLIENT_METRICS_CONFIG_SOURCE, CLIENT_METRICS_RESOURCE, match_problem
 from ..telemetry import CONFIGS as CLIENT_METRICS_CONFIGS
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_CONFIG, INVALID_REQUEST = 0, 3, 17, 40, 42
-
 
 class Resource(NamedTuple):
     kind: str            # "topic", "broker" (this node), "cluster" (the dynamic default, resource name "") or
@@ -41,25 +39,25 @@ def resolve(ctx, resource_type: int, name: str, operation: str = "DESCRIBE_CONFI
     if resource_type == TOPIC_RESOURCE:
         problem = topic_name_problem(name)
         if problem:
-            raise Problem(INVALID_TOPIC_EXCEPTION, problem)
+            raise Problem(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         topic = ctx.state.store.topic(name)
         if topic is None:
-            raise Problem(UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+            raise Problem(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         return Resource("topic", topic)
     if resource_type == BROKER_RESOURCE:
         if not name:
             return Resource("cluster", "")
         if not name.lstrip("-").isdigit():
-            raise Problem(INVALID_REQUEST, f"Broker id must be an integer, not {name!r}.")
+            raise Problem(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, not {name!r}.")
         if int(name) != ctx.state.node_id:
-            raise Problem(INVALID_REQUEST, f"Unexpected broker id, expected {ctx.state.node_id} or an empty "
+            raise Problem(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.state.node_id} or an empty "
                                            f"string, but received {name}.")
         return Resource("broker", str(ctx.state.node_id))
     if resource_type == CLIENT_METRICS_RESOURCE:
         if not name:
-            raise Problem(INVALID_REQUEST, "A client-metrics resource needs a name.")
+            raise Problem(ErrorCode.INVALID_REQUEST, "A client-metrics resource needs a name.")
         return Resource("client-metrics", name)
-    raise Problem(INVALID_REQUEST, f"Unsupported resource type {resource_type}.")
+    raise Problem(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}.")
 
 
 def dynamic_configs(ctx, resource: Resource) -> dict[str, str]:
@@ -80,14 +78,14 @@ def check(resource: Resource, configs: dict[str, str]) -> None:
     for name, value in configs.items():
         definition = catalogue(resource).get(name)
         if definition is None:
-            raise Problem(INVALID_CONFIG, f"Unknown {resource.kind if resource.kind != 'cluster' else 'broker'} "
-                                          f"config name: {name}")
+            kind = resource.kind if resource.kind != "cluster" else "broker"
+            raise Problem(ErrorCode.INVALID_CONFIG, f"Unknown {kind} config name: {name}")
         if resource.kind != "topic" and not definition.dynamic:
-            raise Problem(INVALID_CONFIG, f"Cannot update {name} dynamically (it is a static broker config).")
+            raise Problem(ErrorCode.INVALID_CONFIG, f"Cannot update {name} dynamically (it is a static broker config).")
         problem = definition.problem(value) or (match_problem(value) if resource.kind == "client-metrics"
                                                 and name == "match" else None)
         if problem:
-            raise Problem(INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {problem}")
+            raise Problem(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {problem}")
 
 
 def apply(ctx, resource: Resource, configs: dict[str, str]) -> None:
@@ -137,7 +135,7 @@ def alter_resources(ctx, body: dict, new_configs) -> dict:
                   "error_message": None}
         try:
             if seen[(r["resource_type"], r["resource_name"])] > 1:
-                raise Problem(INVALID_REQUEST, "A resource may appear only once in a request.")
+                raise Problem(ErrorCode.INVALID_REQUEST, "A resource may appear only once in a request.")
             resource = resolve(ctx, r["resource_type"], r["resource_name"], "ALTER_CONFIGS")
             configs = new_configs(ctx, resource, r)
             check(resource, configs)

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from .base import Handler
 from .create_topics import partitions_above_limit
-
-NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS = 0, 3, 37
-INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST = 39, 42
 
 
 def handle(ctx, body: dict) -> dict:
@@ -27,10 +24,10 @@ def handle(ctx, body: dict) -> dict:
             continue
         answered.add(t["name"])
         if counts[t["name"]] > 1:
-            error = (INVALID_REQUEST, f"Topic {t['name']} appears more than once in the request.")
+            error = (ErrorCode.INVALID_REQUEST, f"Topic {t['name']} appears more than once in the request.")
         else:
             error = _grow(ctx, t, validate_only)
-        code, message = error or (NONE, None)
+        code, message = error or (ErrorCode.NONE, None)
         results.append({"name": t["name"], "error_code": code, "error_message": message})
     return {"throttle_time_ms": 0, "results": results}
 
@@ -40,26 +37,27 @@ def _grow(ctx, t: dict, validate_only: bool) -> tuple[int, str] | None:
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
     topic = ctx.state.store.topic(t["name"])
     if topic is None:
-        return UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t['name']}' does not exist."
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t['name']}' does not exist."
     current, wanted = len(topic.partitions), t["count"]
     if wanted < current:
-        return INVALID_PARTITIONS, f"Topic currently has {current} partitions, which is higher than the requested {wanted}."
+        return ErrorCode.INVALID_PARTITIONS, (f"Topic currently has {current} partitions, which is higher than "
+                                              f"the requested {wanted}.")
     if wanted == current:
-        return INVALID_PARTITIONS, f"Topic already has {current} partitions."
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
     if wanted > ctx.state.config.max_partitions_per_topic:
-        return INVALID_PARTITIONS, partitions_above_limit(ctx, wanted)
+        return ErrorCode.INVALID_PARTITIONS, partitions_above_limit(ctx, wanted)
     assignments = t.get("assignments")
     if assignments is not None:
         if len(assignments) != wanted - current:
-            return INVALID_REPLICA_ASSIGNMENT, (f"{len(assignments)} assignments given for {wanted - current} new "
-                                                "partitions.")
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (f"{len(assignments)} assignments given for "
+                                                          f"{wanted - current} new partitions.")
         for a in assignments:
             if a.get("broker_ids") != [ctx.state.node_id]:
-                return INVALID_REPLICA_ASSIGNMENT, (f"Assignment {a.get('broker_ids')} is not possible: the only "
-                                                    f"broker is {ctx.state.node_id}.")
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (f"Assignment {a.get('broker_ids')} is not possible: "
+                                                              f"the only broker is {ctx.state.node_id}.")
     if not validate_only:
         ctx.state.add_partitions(topic, wanted)
     return None
 
 
-HANDLER = Handler(37, 0, 3, handle)
+HANDLER = Handler(ApiKey.CREATE_PARTITIONS, 0, 3, handle)

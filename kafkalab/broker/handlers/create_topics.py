@@ -12,14 +12,11 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from ..config import topic_collision, topic_name_problem
 from ..configs import TOPIC_CONFIGS
-from kafkalab.protocol import ErrorCode
-
 from .base import Handler
-
-NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS = 0, 17, 36, 37
-INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST = 38, 40, 42
 
 
 def handle(ctx, body: dict) -> dict:
@@ -32,32 +29,33 @@ def handle(ctx, body: dict) -> dict:
 def _problem(ctx, t: dict, duplicated: bool) -> tuple[int, str] | None:
     name = t["name"]
     if duplicated:
-        return INVALID_REQUEST, f"Create topics request from client contains a duplicate topic name: {name}"
+        return ErrorCode.INVALID_REQUEST, f"Create topics request from client contains a duplicate topic name: {name}"
     if not (ctx.allowed("CREATE", "CLUSTER") or ctx.allowed("CREATE", "TOPIC", name)):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
     problem = topic_name_problem(name)
     if problem:
-        return INVALID_TOPIC_EXCEPTION, problem
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
     if name in ctx.state.store.topics:
-        return TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+        return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
     collision = topic_collision(name, ctx.state.store.topics)
     if collision:
-        return INVALID_TOPIC_EXCEPTION, collision
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, collision
     count, factor = t.get("num_partitions", -1), t.get("replication_factor", -1)
     if len(t.get("assignments") or ()) > ctx.state.config.max_partitions_per_topic:
-        return INVALID_PARTITIONS, partitions_above_limit(ctx, len(t["assignments"]))
+        return ErrorCode.INVALID_PARTITIONS, partitions_above_limit(ctx, len(t["assignments"]))
     if t.get("assignments"):
         if count != -1 or factor != -1:
-            return INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set."
+            return ErrorCode.INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments "
+                                               "were set.")
         return _config_problem(t.get("configs") or ())
     if count == 0 or count < -1:
-        return INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+        return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
     if count > ctx.state.config.max_partitions_per_topic:
-        return INVALID_PARTITIONS, partitions_above_limit(ctx, count)
+        return ErrorCode.INVALID_PARTITIONS, partitions_above_limit(ctx, count)
     if factor == 0 or factor < -1:
-        return INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+        return ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
     if factor > 1:
-        return INVALID_REPLICATION_FACTOR, f"Replication factor: {factor} larger than available brokers: 1."
+        return ErrorCode.INVALID_REPLICATION_FACTOR, f"Replication factor: {factor} larger than available brokers: 1."
     return _config_problem(t.get("configs") or ())
 
 
@@ -69,12 +67,12 @@ def _config_problem(configs) -> tuple[int, str] | None:
     for c in configs:
         definition = TOPIC_CONFIGS.get(c["name"])
         if c.get("value") is None:
-            return INVALID_REQUEST, f"Null value not supported for topic config {c['name']}."
+            return ErrorCode.INVALID_REQUEST, f"Null value not supported for topic config {c['name']}."
         if definition is None:
-            return INVALID_CONFIG, f"Unknown topic config name: {c['name']}"
+            return ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {c['name']}"
         problem = definition.problem(c["value"])
         if problem:
-            return INVALID_CONFIG, f"Invalid value {c['value']} for configuration {c['name']}: {problem}"
+            return ErrorCode.INVALID_CONFIG, f"Invalid value {c['value']} for configuration {c['name']}: {problem}"
     return None
 
 
@@ -90,7 +88,7 @@ def _create(ctx, t: dict, duplicated: bool, validate_only: bool) -> dict:
     topic_id = uuid.UUID(int=0)
     if not validate_only:
         topic_id = ctx.state.create_topic(t["name"], count, configs).topic_id
-    return {"name": t["name"], "topic_id": topic_id, "error_code": NONE, "error_message": None,
+    return {"name": t["name"], "topic_id": topic_id, "error_code": ErrorCode.NONE, "error_message": None,
             "num_partitions": count, "replication_factor": 1, "configs": _configs(ctx, configs)}
 
 
@@ -100,4 +98,4 @@ def _configs(ctx, configs: dict) -> list[dict]:
             for e in (layers.topic_entry(n, configs) for n in sorted(set(TOPIC_CONFIGS) | set(configs)))]
 
 
-HANDLER = Handler(19, 0, 7, handle)
+HANDLER = Handler(ApiKey.CREATE_TOPICS, 0, 7, handle)

@@ -7,11 +7,10 @@ never served again (a batch straddling it still is, as in Kafka; consumers skip 
 """
 from __future__ import annotations
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from .base import Handler
 
-NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
 HIGH_WATERMARK = -1
 
 
@@ -32,14 +31,14 @@ def handle(ctx, body: dict) -> dict:
 def _delete(topic, p: dict) -> dict:
     index, offset = p["partition_index"], p["offset"]
     if topic is None or not 0 <= index < len(topic.partitions):
-        return {"partition_index": index, "low_watermark": -1, "error_code": UNKNOWN_TOPIC_OR_PARTITION}
+        return {"partition_index": index, "low_watermark": -1, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     partition = topic.partitions[index]
     log = partition.log
     if offset == HIGH_WATERMARK:
         offset = log.high_watermark
     if offset < 0 or offset > log.high_watermark:
-        return {"partition_index": index, "low_watermark": -1, "error_code": OFFSET_OUT_OF_RANGE}
-    return {"partition_index": index, "low_watermark": partition.delete_before(offset), "error_code": NONE}
+        return {"partition_index": index, "low_watermark": -1, "error_code": ErrorCode.OFFSET_OUT_OF_RANGE}
+    return {"partition_index": index, "low_watermark": partition.delete_before(offset), "error_code": ErrorCode.NONE}
 
 
-HANDLER = Handler(21, 0, 2, handle)
+HANDLER = Handler(ApiKey.DELETE_RECORDS, 0, 2, handle)

@@ -11,11 +11,10 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from .base import Handler
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST, UNKNOWN_TOPIC_ID = 0, 3, 42, 100
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -39,13 +38,14 @@ def _delete_all(ctx, entries: list[tuple[str | None, uuid.UUID]]) -> list[dict]:
             continue
         answered.add(key)
         if name is None and topic_id == ZERO_UUID:
-            out.append(_result(None, ZERO_UUID, INVALID_REQUEST, "Give a topic name or a topic id."))
+            out.append(_result(None, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Give a topic name or a topic id."))
         elif name is not None and topic_id != ZERO_UUID:
-            out.append(_result(name, topic_id, INVALID_REQUEST, "Give a topic name or a topic id, not both."))
+            out.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST, "Give a topic name or a topic id, not both."))
         elif names[name] > 1 or ids[topic_id] > 1:
-            out.append(_result(name, topic_id, INVALID_REQUEST, f"Topic {name or topic_id} is named more than once."))
+            out.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST,
+                               f"Topic {name or topic_id} is named more than once."))
         elif name is not None and name in by_id_names:
-            out.append(_result(name, store.topics[name].topic_id, INVALID_REQUEST,
+            out.append(_result(name, store.topics[name].topic_id, ErrorCode.INVALID_REQUEST,
                                f"Topic {name} is also named by its id in this request."))
         else:
             out.append(_delete(ctx, name, topic_id))
@@ -57,16 +57,16 @@ def _delete(ctx, name: str | None, topic_id: uuid.UUID) -> dict:
     topic = store.topic(name) if name is not None else store.by_id.get(topic_id)
     if topic is None:
         if name is None:
-            return _result(None, topic_id, UNKNOWN_TOPIC_ID, "This server does not know that topic id.")
-        return _result(name, ZERO_UUID, UNKNOWN_TOPIC_OR_PARTITION, "This server does not host that topic.")
+            return _result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not know that topic id.")
+        return _result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host that topic.")
     if not ctx.allowed("DELETE", "TOPIC", topic.name):
         return _result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     ctx.state.delete_topic(topic.name)
-    return _result(topic.name, topic.topic_id, NONE, None)
+    return _result(topic.name, topic.topic_id, ErrorCode.NONE, None)
 
 
 def _result(name, topic_id, error: int, message: str | None) -> dict:
     return {"name": name, "topic_id": topic_id, "error_code": error, "error_message": message}
 
 
-HANDLER = Handler(20, 0, 6, handle)
+HANDLER = Handler(ApiKey.DELETE_TOPICS, 0, 6, handle)

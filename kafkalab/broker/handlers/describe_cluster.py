@@ -7,11 +7,12 @@ cluster.
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from ..security.authorizer import OMITTED_OPERATIONS as OMITTED
 from .base import Handler
 
 BROKERS, CONTROLLERS = 1, 2
-MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 114, 115
 
 
 def handle(ctx, body: dict) -> dict:
@@ -21,7 +22,8 @@ def handle(ctx, body: dict) -> dict:
               "cluster_id": state.cluster_id, "controller_id": state.cluster.controller, "brokers": [],
               "cluster_authorized_operations": OMITTED}
     if endpoint_type != BROKERS:
-        code = MISMATCHED_ENDPOINT_TYPE if endpoint_type == CONTROLLERS else UNSUPPORTED_ENDPOINT_TYPE
+        code = (ErrorCode.MISMATCHED_ENDPOINT_TYPE if endpoint_type == CONTROLLERS
+                else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE)
         return {**answer, "error_code": code, "controller_id": -1,
                 "error_message": f"This endpoint serves brokers (endpoint type 1), not type {endpoint_type}."}
     answer["brokers"] = [{"broker_id": node, "host": host, "port": port, "rack": None, "is_fenced": False}
@@ -31,4 +33,4 @@ def handle(ctx, body: dict) -> dict:
     return answer
 
 
-HANDLER = Handler(60, 0, 2, handle)
+HANDLER = Handler(ApiKey.DESCRIBE_CLUSTER, 0, 2, handle)

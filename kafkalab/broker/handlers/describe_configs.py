@@ -9,6 +9,8 @@ static, default); v3+ ``config_type`` and, when ``include_documentation``, a des
 """
 from __future__ import annotations
 
+from kafkalab.protocol import ApiKey
+
 from .base import Handler
 from .config_resources import Problem, describe_item, entries, resolve
 
@@ -33,4 +35,4 @@ def _describe(ctx, r: dict, synonyms: bool, documentation: bool) -> dict:
     return answer
 
 
-HANDLER = Handler(32, 0, 4, handle)
+HANDLER = Handler(ApiKey.DESCRIBE_CONFIGS, 0, 4, handle)

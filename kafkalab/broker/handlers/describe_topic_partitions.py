@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import uuid
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..config import INTERNAL_TOPICS, topic_name_problem
 from .base import Handler
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST = 0, 3, 17, 42
 TOPIC_AUTHORIZATION_FAILED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 PARTITION_LIMIT = 2000
 ZERO_UUID = uuid.UUID(int=0)
@@ -32,7 +31,7 @@ def handle(ctx, body: dict) -> dict:
     requested = [t["name"] for t in body.get("topics", ())]
     if cursor is not None and requested and start_topic not in requested:
         return {"throttle_time_ms": 0, "next_cursor": None, "topics": [
-            _error(name, INVALID_REQUEST) for name in requested]}
+            _error(name, ErrorCode.INVALID_REQUEST) for name in requested]}
     names = sorted({n for n in (requested or store.topics) if n >= start_topic})
     remaining = max(0, min(body.get("response_partition_limit", PARTITION_LIMIT), PARTITION_LIMIT))
     topics, next_cursor = [], None
@@ -46,7 +45,8 @@ def handle(ctx, body: dict) -> dict:
                 topics.append(_error(name, TOPIC_AUTHORIZATION_FAILED))
             continue
         if topic is None:
-            topics.append(_error(name, INVALID_TOPIC_EXCEPTION if topic_name_problem(name) else UNKNOWN_TOPIC_OR_PARTITION))
+            topics.append(_error(name, ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_problem(name)
+                                 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         first = cursor["partition_index"] if cursor and name == start_topic else 0
         chosen = topic.partitions[max(first, 0):max(first, 0) + remaining]
@@ -61,10 +61,10 @@ def handle(ctx, body: dict) -> dict:
 
 def _describe(ctx, topic, partitions) -> dict:
     cluster = ctx.state.cluster
-    return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id,
+    return {"error_code": ErrorCode.NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in INTERNAL_TOPICS,
             "topic_authorized_operations": TOPIC_OPERATIONS, "partitions": [
-                {"error_code": NONE, "partition_index": p.index, "leader_id": leader, "leader_epoch": epoch,
+                {"error_code": ErrorCode.NONE, "partition_index": p.index, "leader_id": leader, "leader_epoch": epoch,
                  "replica_nodes": cluster.replicas(topic.name, p.index),
                  "isr_nodes": cluster.replicas(topic.name, p.index), "eligible_leader_replicas": [],
                  "last_known_elr": [], "offline_replicas": []}
@@ -76,4 +76,4 @@ def _error(name: str, code: int) -> dict:
             "topic_authorized_operations": -2147483648}
 
 
-HANDLER = Handler(75, 0, 0, handle)
+HANDLER = Handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle)

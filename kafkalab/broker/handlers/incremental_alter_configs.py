@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from kafkalab.protocol import ApiKey, ErrorCode
+
 from ..configs import LIST
 from .base import Handler
-from .config_resources import INVALID_CONFIG, INVALID_REQUEST, Problem, alter_resources, catalogue, dynamic_configs
+from .config_resources import Problem, alter_resources, catalogue, dynamic_configs
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -25,8 +27,8 @@ def _changed(ctx, resource, r: dict) -> dict[str, str]:
     """IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT to the configs in force."""
     names = Counter(c["name"] for c in r.get("configs", ()))
     if any(n > 1 for n in names.values()):
-        raise Problem(INVALID_REQUEST, f"Config {next(k for k, n in names.items() if n > 1)} appears more than "
-                                       "once for one resource.")
+        twice = next(k for k, n in names.items() if n > 1)
+        raise Problem(ErrorCode.INVALID_REQUEST, f"Config {twice} appears more than once for one resource.")
     configs = dynamic_configs(ctx, resource)
     for c in r.get("configs", ()):
         _operate(ctx, resource, configs, c)
@@ -39,15 +41,15 @@ def _operate(ctx, resource, configs: dict[str, str], c: dict) -> None:
         configs.pop(name, None)
         return
     if op not in (SET, APPEND, SUBTRACT):
-        raise Problem(INVALID_REQUEST, f"Unknown config operation {op} for {name}.")
+        raise Problem(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op} for {name}.")
     if value is None and op != SUBTRACT:
-        raise Problem(INVALID_REQUEST, f"Null value not supported for {name}.")
+        raise Problem(ErrorCode.INVALID_REQUEST, f"Null value not supported for {name}.")
     if op == SET:
         configs[name] = value
         return
     definition = catalogue(resource).get(name)
     if definition is None or definition.type != LIST:
-        raise Problem(INVALID_CONFIG, f"Config value append/subtract is not allowed for config key: {name}")
+        raise Problem(ErrorCode.INVALID_CONFIG, f"Config value append/subtract is not allowed for config key: {name}")
     current = configs.get(name)
     if current is None:
         current = _inherited(ctx, resource, name)
@@ -70,4 +72,4 @@ def _inherited(ctx, resource, name: str) -> str | None:
     return layers.broker_entry(name).value
 
 
-HANDLER = Handler(44, 0, 1, handle)
+HANDLER = Handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, handle)

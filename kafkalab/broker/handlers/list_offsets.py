@@ -6,11 +6,10 @@ read_committed (isolation level 1) caps "latest" at the last stable offset. v0 a
 """
 from __future__ import annotations
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from .base import Handler
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION = 0, 3
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
@@ -34,11 +33,12 @@ def _answer(topic, p: dict, committed_only: bool, cluster) -> dict:
     """One partition's offset, with the partition's current leader epoch (it moves with its leader)."""
     index = p["partition_index"]
     if topic is None or not 0 <= index < len(topic.partitions):
-        return {"partition_index": index, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "timestamp": -1, "offset": -1,
-                "leader_epoch": -1, "old_style_offsets": []}
+        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "timestamp": -1,
+                "offset": -1, "leader_epoch": -1, "old_style_offsets": []}
     offset, timestamp = _lookup(topic.partitions[index].log, p["timestamp"], committed_only)
-    return {"partition_index": index, "error_code": NONE, "timestamp": timestamp, "offset": offset,
-            "leader_epoch": cluster.leader(topic.name, index)[1] if offset >= 0 else -1, "old_style_offsets": [offset] if offset >= 0 else []}
+    return {"partition_index": index, "error_code": ErrorCode.NONE, "timestamp": timestamp, "offset": offset,
+            "leader_epoch": cluster.leader(topic.name, index)[1] if offset >= 0 else -1,
+            "old_style_offsets": [offset] if offset >= 0 else []}
 
 
 def _lookup(log, target: int, committed_only: bool) -> tuple[int, int]:
@@ -53,4 +53,4 @@ def _lookup(log, target: int, committed_only: bool) -> tuple[int, int]:
     return found if found is not None else (-1, -1)
 
 
-HANDLER = Handler(2, 0, 11, handle)
+HANDLER = Handler(ApiKey.LIST_OFFSETS, 0, 11, handle)

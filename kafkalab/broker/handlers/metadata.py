@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import uuid
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..config import INTERNAL_TOPICS, topic_collision, topic_name_problem
 from ..security.authorizer import OMITTED_OPERATIONS
 from .base import Handler
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_ID = 0, 3, 17, 100
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -35,7 +34,7 @@ def handle(ctx, body: dict) -> dict:
         topics = [_lookup(ctx, item, creations) for item in requested]
     if body.get("include_topic_authorized_operations"):
         for t in topics:
-            if t["error_code"] == NONE:
+            if t["error_code"] == ErrorCode.NONE:
                 t["topic_authorized_operations"] = ctx.authorized_operations("TOPIC", t["name"])
     cluster_operations = (ctx.authorized_operations("CLUSTER") if body.get("include_cluster_authorized_operations")
                           else OMITTED_OPERATIONS)
@@ -55,20 +54,20 @@ def _lookup(ctx, item: dict, creations: list[int]) -> dict:
         topic = store.by_id.get(topic_id)
         if topic and not ctx.allowed("DESCRIBE", "TOPIC", topic.name):
             return _error(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id)
-        return _describe(ctx, topic) if topic else _error(None, UNKNOWN_TOPIC_ID, topic_id)
+        return _describe(ctx, topic) if topic else _error(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id)
     if not ctx.allowed("DESCRIBE", "TOPIC", name or ""):
         return _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     topic = store.topic(name)
     if topic is not None:
         return _describe(ctx, topic)
     if topic_name_problem(name) or topic_collision(name, store.topics):
-        return _error(name, INVALID_TOPIC_EXCEPTION)
+        return _error(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if creations[0] > 0 and not (ctx.allowed("CREATE", "CLUSTER") or ctx.allowed("CREATE", "TOPIC", name)):
         return _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if creations[0] > 0:
         creations[0] -= 1
         return _describe(ctx, ctx.state.create_topic(name))
-    return _error(name, UNKNOWN_TOPIC_OR_PARTITION)
+    return _error(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 def _error(name, code: int, topic_id=ZERO_UUID) -> dict:
@@ -82,11 +81,12 @@ def _describe(ctx, topic) -> dict:
     for p in topic.partitions:
         leader, epoch = cluster.leader(topic.name, p.index)
         replicas = cluster.replicas(topic.name, p.index)
-        partitions.append({"error_code": NONE, "partition_index": p.index, "leader_id": leader, "leader_epoch": epoch,
-                           "replica_nodes": replicas, "isr_nodes": replicas, "offline_replicas": []})
-    return {"error_code": NONE, "name": topic.name, "topic_id": topic.topic_id,
+        partitions.append({"error_code": ErrorCode.NONE, "partition_index": p.index, "leader_id": leader,
+                           "leader_epoch": epoch, "replica_nodes": replicas, "isr_nodes": replicas,
+                           "offline_replicas": []})
+    return {"error_code": ErrorCode.NONE, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.name in INTERNAL_TOPICS,
             "partitions": partitions, "topic_authorized_operations": OMITTED_OPERATIONS}
 
 
-HANDLER = Handler(3, 0, 13, handle)
+HANDLER = Handler(ApiKey.METADATA, 0, 13, handle)

@@ -10,7 +10,7 @@ UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH. v0 has no epoch in the answe
 """
 from __future__ import annotations
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from .base import Handler
 
@@ -50,4 +50,4 @@ def _result(index: int, error: int, epoch: int = -1, end_offset: int = -1) -> di
     return {"partition": index, "error_code": int(error), "leader_epoch": epoch, "end_offset": end_offset}
 
 
-HANDLER = Handler(23, 0, 4, handle)
+HANDLER = Handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, 4, handle)

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import logging
 
-from kafkalab.protocol import ErrorCode
+from kafkalab.protocol import ApiKey, ErrorCode
 
 from ..config import INTERNAL_TOPICS
 from ..security.quotas import PRODUCER_BYTE_RATE
 from ..storage import Duplicate
 from ..storage.log import CONTROL, TRANSACTIONAL
-from ..validate import (CORRUPT_MESSAGE, INVALID_RECORD, Checked, check_record_set, needs_inflating,
-                        stamp_log_append_time, timestamps_within)
+from ..validate import Checked, check_record_set, needs_inflating, stamp_log_append_time, timestamps_within
 from .base import Handler, Offload
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, INVALID_TIMESTAMP, UNKNOWN_TOPIC_ID = 0, 3, 19, 32, 100
-KAFKA_STORAGE_ERROR, UNKNOWN_SERVER_ERROR = 56, -1
 log = logging.getLogger("kafkalab.broker")
 IN_SYNC_REPLICAS = 1
 
@@ -71,7 +68,8 @@ def _answer(ctx, body: dict, verdicts: dict) -> dict | None:
         denied = topic is not None and not ctx.allowed("WRITE", "TOPIC", topic.name)
         partitions = [_result(p["index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED) if denied else
                       _guarded(ctx, topic, p, touched, acks, verdicts.get((ti, pi))) if topic is not None
-                      else _result(p["index"], UNKNOWN_TOPIC_ID if ctx.api_version >= 13 else UNKNOWN_TOPIC_OR_PARTITION)
+                      else _result(p["index"], ErrorCode.UNKNOWN_TOPIC_ID if ctx.api_version >= 13
+                                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                       for pi, p in enumerate(topic_data.get("partition_data", ()))]
         responses.append({"name": topic_data.get("name", ""), "topic_id": topic_data.get("topic_id"),
                           "partition_responses": partitions})
@@ -103,7 +101,7 @@ def _flush(partitions, results: dict[tuple[str, int], dict]) -> None:
             partition.log.flush()
         except OSError as exc:
             log.error("fsync of %s-%d failed: %s", partition.topic, partition.index, exc)
-            results[partition.topic, partition.index].update(error_code=KAFKA_STORAGE_ERROR, base_offset=-1,
+            results[partition.topic, partition.index].update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, base_offset=-1,
                                                              error_message="fsync failed")
 
 
@@ -126,16 +124,17 @@ def _guarded(ctx, topic, data: dict, touched: dict, acks: int, verdict: Checked 
     try:
         return _produce_partition(ctx, topic, data, touched, acks, verdict)
     except OSError as exc:
-        return _result(data["index"], KAFKA_STORAGE_ERROR, message=str(exc))
+        return _result(data["index"], ErrorCode.KAFKA_STORAGE_ERROR, message=str(exc))
     except Exception:  # noqa: BLE001 - one partition's failure must not hide the others' results
         log.exception("Produce to %s-%s failed", topic.name, data.get("index"))
-        return _result(data["index"], UNKNOWN_SERVER_ERROR, message="the broker failed to store this partition")
+        return _result(data["index"], ErrorCode.UNKNOWN_SERVER_ERROR,
+                       message="the broker failed to store this partition")
 
 
 def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int, verdict: Checked | None) -> dict:
     index = data["index"]
     if not 0 <= index < len(topic.partitions):
-        return _result(index, UNKNOWN_TOPIC_OR_PARTITION)
+        return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if topic.name in INTERNAL_TOPICS:
         return _result(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     partition = topic.partitions[index]
@@ -143,19 +142,19 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int, verdict
     state = ctx.state
     settings = state.produce_settings(topic)
     if settings.min_insync_replicas > IN_SYNC_REPLICAS and acks == -1:
-        return _result(index, NOT_ENOUGH_REPLICAS, log_start_offset=log.log_start_offset)
+        return _result(index, ErrorCode.NOT_ENOUGH_REPLICAS, log_start_offset=log.log_start_offset)
     records = data.get("records")
     if verdict is None:
         verdict = check_record_set(records, settings.max_batch_bytes, state.config.validate_records,
                                    max_records=state.config.max_records_per_batch)
     error, reason, batches, counts = verdict
-    if error == INVALID_RECORD and ctx.api_version < 8:
-        error = CORRUPT_MESSAGE             # INVALID_RECORD arrived with Produce v8 (KIP-467)
+    if error == ErrorCode.INVALID_RECORD and ctx.api_version < 8:
+        error = ErrorCode.CORRUPT_MESSAGE             # INVALID_RECORD arrived with Produce v8 (KIP-467)
     if error:
         return _result(index, error, log_start_offset=log.log_start_offset, message=reason)
     if (settings.before_max_ms is not None or settings.after_max_ms is not None) and not settings.log_append_time \
             and not timestamps_within(records, ctx.now_ms, settings.before_max_ms, settings.after_max_ms):
-        return _result(index, INVALID_TIMESTAMP, log_start_offset=log.log_start_offset)
+        return _result(index, ErrorCode.INVALID_TIMESTAMP, log_start_offset=log.log_start_offset)
     for b in batches:
         if b.attributes & (TRANSACTIONAL | CONTROL):
             verdict = _transactional(state, topic.name, index, b)
@@ -163,7 +162,7 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int, verdict
                 return _result(index, verdict, log_start_offset=log.log_start_offset)
         verdict = partition.producers.check(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence)
         if isinstance(verdict, Duplicate):
-            return _result(index, NONE, verdict.base_offset, log_start_offset=log.log_start_offset)
+            return _result(index, ErrorCode.NONE, verdict.base_offset, log_start_offset=log.log_start_offset)
         if verdict:
             return _result(index, verdict, log_start_offset=log.log_start_offset)
     append_time = -1
@@ -176,7 +175,7 @@ def _produce_partition(ctx, topic, data: dict, touched: dict, acks: int, verdict
         partition.producers.record(b.producer_id, b.producer_epoch, b.first_sequence, b.last_sequence, offset)
         offset += b.last_sequence - b.first_sequence + 1
     touched[id(partition)] = partition
-    return _result(index, NONE, base, append_time, log.log_start_offset)
+    return _result(index, ErrorCode.NONE, base, append_time, log.log_start_offset)
 
 
 def _transactional(state, topic: str, index: int, batch) -> int:
@@ -185,4 +184,4 @@ def _transactional(state, topic: str, index: int, batch) -> int:
     return state.transactions.verify(batch.producer_id, batch.producer_epoch, topic, index)
 
 
-HANDLER = Handler(0, 0, 13, handle)
+HANDLER = Handler(ApiKey.PRODUCE, 0, 13, handle)

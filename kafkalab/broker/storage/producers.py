@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
+from kafkalab.protocol import ErrorCode
+
 REMEMBERED_BATCHES = 5          # Kafka keeps the last 5 batches per producer (max.in.flight for idempotence)
 SEQUENCE_WRAP = 1 << 31
 
@@ -47,15 +47,15 @@ class ProducerStates:
         if producer_id < 0 or first_seq < 0:
             return 0
         if entry is None:
-            return 0 if first_seq == 0 else OUT_OF_ORDER_SEQUENCE_NUMBER
+            return 0 if first_seq == 0 else ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
         if epoch < entry.epoch:
-            return INVALID_PRODUCER_EPOCH
+            return ErrorCode.INVALID_PRODUCER_EPOCH
         if epoch > entry.epoch:
-            return 0 if first_seq == 0 else OUT_OF_ORDER_SEQUENCE_NUMBER
+            return 0 if first_seq == 0 else ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
         for first, last, base in entry.batches:
             if first == first_seq and last == last_seq:
                 return Duplicate(base)
-        return 0 if first_seq == next_sequence(entry.last_sequence) else OUT_OF_ORDER_SEQUENCE_NUMBER
+        return 0 if first_seq == next_sequence(entry.last_sequence) else ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
     def fence(self, producer_id: int, epoch: int) -> None:
         """A transaction marker at ``epoch``: batches of older epochs are refused from now on (the zombie

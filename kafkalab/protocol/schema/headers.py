@@ -6,10 +6,10 @@ v1 adds tagged fields.
 """
 from __future__ import annotations
 
+from .api_keys import ApiKey
 from .registry import api_spec
 
-API_VERSIONS = 18
-CONTROLLED_SHUTDOWN = 7
+API_VERSIONS, CONTROLLED_SHUTDOWN = int(ApiKey.API_VERSIONS), int(ApiKey.CONTROLLED_SHUTDOWN)   # plain ints: hot paths
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
