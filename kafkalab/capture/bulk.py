@@ -38,7 +38,7 @@ from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FR
                           FrameStore, HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
 from .segments import span_bytes, span_head
-from .streams import Conn
+from .streams import REQUEST_HEAD, Conn, Waiting, connection_row
 
 _SIZE = struct.Struct(">i")
 
@@ -69,17 +69,11 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
     from .capture import Capture
 
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
-    conns, windows, packets = plan(data, kafka_ports, keep=True, indexes=indexes)
-    columns, packet_conn = [[] for _ in range(11)], []
-    events = window_events(data, conns, kafka_ports, windows, columns, packet_conn)
-    decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True, defer=defer)
-    next(decoder)
-    try:
-        while True:
-            next(decoder)
-    except StopIteration as done:
-        row_columns, objects, extras, analyzer, deferred, places = done.value
-    del events, packet_conn, columns, windows
+    try:        # each request's header read once: the decoding applies pass 1's rule on responses
+        conns, packets, decoded = _rows(data, kafka_ports, indexes, defer, answers=False)
+    except _Stray:      # a connection for the general path: pass 1 finds which, as the streaming reader's does
+        conns, packets, decoded = _rows(data, kafka_ports, indexes, defer, answers=True)
+    row_columns, objects, extras, analyzer, deferred, places = decoded
     analyzer.packet_count = packets
     store = FrameStore(row_columns, objects, extras)
     store.raw = FileBytes(path, store.raw, places) if path is not None else HeldBytes(data, store.raw)
@@ -87,13 +81,34 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
         repeats = Repeats()                     # the deferred responses' own (see describe_response)
         store.defer(deferred, lambda raw, api_key, version: describe_response(raw, api_key, version, repeats))
     del row_columns
-    connections = [_connection_row(c) for c in conns if not c.irregular]
+    connections = [connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
                    streams=len(conns))
 
 
+class _Stray(Exception):
+    """A connection pass 1 found regular without its rule on responses (see :class:`.streams.Waiting`) has
+    a response that answers none of its requests (or a request header the rule reads otherwise)."""
+
+
+def _rows(data, kafka_ports: frozenset, indexes: list | None, defer: bool, answers: bool) -> tuple:
+    """Both passes of a whole read: (connections, TCP packets, what :func:`_decode` returns). ``answers``:
+    pass 1 applies the rule on responses, else the decoding does (raising :class:`_Stray` where it fails)."""
+    conns, windows, packets = plan(data, kafka_ports, keep=True, indexes=indexes, answers=answers)
+    columns, packet_conn = [[] for _ in range(11)], []
+    events = window_events(data, conns, kafka_ports, windows, columns, packet_conn)
+    decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True, defer=defer,
+                      checked=answers)
+    next(decoder)
+    try:
+        while True:
+            next(decoder)
+    except StopIteration as done:
+        return conns, packets, done.value
+
+
 def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], events: Iterable,
-            kafka_ports: frozenset, whole: bool = True, defer: bool = False):
+            kafka_ports: frozenset, whole: bool = True, defer: bool = False, checked: bool = True):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
 
@@ -143,6 +158,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     seen_request, seen_response = repeats.request, repeats.response
     remember_request, remember_response = repeats.remember_request, repeats.remember_response
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
+    if not checked:                             # pass 1 left the rule on responses to this pass (see _rows)
+        for conn in conns:
+            conn.waiting = Waiting()
     yield row_columns, objects, extras, pairs, inferred_at, analyzer
     for frame in events:
         if frame is WINDOW_END:                 # rows so far: a streaming reader takes them now
@@ -211,10 +229,15 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 keep = api_key in _KEEP_MESSAGES or body is None
                 topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
                 answered = expects_response(api_key, body)
+                if not checked and (len(raw) < 12 or REQUEST_HEAD.unpack_from(raw, 4) != (api_key, version,
+                                                                                        correlation_id)):
+                    raise _Stray            # read otherwise than the rule reads it: pass 1 decides
             kind = "request"
             conn.requests += 1
             if conn.asked.request(api_key, version, correlation_id, answered,
                                   (index, count, api_key, version, client_id, ts)):
+                if not checked:
+                    conn.waiting.asked(correlation_id)
                 pair = (api_key, version)
                 host = conn.host
                 if host is None:                # the capture-wide dict of the client's host (never replaced)
@@ -233,6 +256,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             else:
                 correlation_id = _correlation_id(data, where)
             asked = conn.asked.response(correlation_id)
+            if not checked and not conn.waiting.answers(correlation_id):
+                raise _Stray
             if raw is None and (asked is None or not deferrable(asked[2], asked[3])):
                 raw = data[where[0]:where[1]] if len(where) == 2 else span_bytes(view, where)
             inferred = False
@@ -388,16 +413,3 @@ def _ip_name(value: int, names: dict[int, str]) -> str:
     if name is None:
         name = names[value] = socket.inet_ntoa(value.to_bytes(4, "big"))
     return name
-
-
-def _connection_row(conn: Conn) -> dict:
-    client = conn.client
-    server = 1 - client
-    return {
-        "stream": conn.index, "client": conn.names[client], "server": conn.names[server],
-        "first_time": conn.first_ts, "last_time": conn.last_ts,
-        "client_bytes": conn.payload_bytes[client], "server_bytes": conn.payload_bytes[server],
-        "client_packets": conn.packets[client], "server_packets": conn.packets[server],
-        "requests": conn.requests, "responses": conn.responses,
-        "client_ids": list(conn.client_ids), "gaps": 0, "gap_bytes": 0, "midstream": False, "state": conn.state,
-    }

@@ -65,14 +65,15 @@ def mapped(source):
 
 
 def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None,
-         indexes: Iterable | None = None) -> tuple[list[Conn], list | None, int]:
+         indexes: Iterable | None = None, answers: bool = True) -> tuple[list[Conn], list | None, int]:
     """Pass 1 over windows of ``window`` bytes (default: ``pcap.index.WINDOW``), or over ``indexes`` (packet
     indexes made elsewhere, whose payloads are in ``data``): (the connections with their verdicts, the packet
     index windows with the frames cut in them when ``keep``, else None, the number of TCP packets). Raises
-    :class:`Bail` for a file the general pipeline must read."""
+    :class:`Bail` for a file the general pipeline must read. ``answers=False``: the verdicts leave out the
+    rule on responses, which the caller's decoding applies (see :class:`.streams.Waiting`)."""
     from kafkalab.pcap.index import NotIndexable, index_windows     # numpy: only when a file is read so
 
-    first = Streams(kafka_ports)
+    first = Streams(kafka_ports, answers=answers)
     kept: list | None = [] if keep else None
     packets = 0
     try:
