@@ -68,7 +68,8 @@ def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None,
          indexes: Iterable | None = None, answers: bool = True) -> tuple[list[Conn], list | None, int]:
     """Pass 1 over windows of ``window`` bytes (default: ``pcap.index.WINDOW``), or over ``indexes`` (packet
     indexes made elsewhere, whose payloads are in ``data``): (the connections with their verdicts, the packet
-    index windows with the frames cut in them when ``keep``, else None, the number of TCP packets). Raises
+    index windows as (window, (the frames cut in it, its packets' connection numbers)) when ``keep``, else
+    None, the number of TCP packets). Raises
     :class:`Bail` for a file the general pipeline must read. ``answers=False``: the verdicts leave out the
     rule on responses, which the caller's decoding applies (see :class:`.streams.Waiting`)."""
     from kafkalab.pcap.index import NotIndexable, index_windows     # numpy: only when a file is read so
@@ -80,10 +81,10 @@ def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None,
         for index in index_windows(data, window) if indexes is None else indexes:
             _no_other_tcp(data, index)
             cut: list | None = [] if kept is not None else None
-            first.classify(index, data, cut)
+            conn_of = first.classify(index, data, cut)
             packets += len(index)
             if kept is not None:
-                kept.append((index, cut))
+                kept.append((index, (cut, conn_of)))
     except (NotIndexable, NotRegular):
         raise Bail from None
     conns = first.finish()

@@ -180,13 +180,14 @@ class Streams:
 
     # ------------------------------------------------------------ pass 1
 
-    def classify(self, index, data, frames: list | None = None) -> None:
-        """Pass 1 over one window: connections, counters, and what makes a connection irregular. With
-        ``frames``, the frames of the connections regular so far are cut into it as :meth:`frames` would
-        (a reader that keeps the windows need not cut them again: see ``cut`` there)."""
+    def classify(self, index, data, frames: list | None = None) -> np.ndarray:
+        """Pass 1 over one window: connections, counters, and what makes a connection irregular; returns each
+        packet's connection number. With ``frames``, the frames of the connections regular so far are cut
+        into it as :meth:`frames` would (a reader that keeps the windows need not cut them again nor number
+        their packets' connections: see ``cut`` there)."""
         n = len(index)
         if not n:
-            return
+            return np.zeros(0, dtype=np.int64)
         conn_of, side = self._assign(index)
         stream = conn_of * 2 + side
         carried = self._carried
@@ -213,6 +214,7 @@ class Streams:
         if self._check_answers:
             self._answers(cut, start, data, bad)
         self._base += n
+        return conn_of
 
     def _answers(self, frames: list, start: int, data, bad: np.ndarray) -> None:
         """A connection whose server sends a response no request of it is waiting for (by correlation id) is
@@ -262,23 +264,26 @@ class Streams:
 
     # ------------------------------------------------------------ pass 2
 
-    def frames(self, index, data, cut: list | None = None) -> tuple[np.ndarray, list[tuple], list[int]]:
+    def frames(self, index, data, cut: tuple | None = None) -> tuple[np.ndarray, list[tuple], list[int]]:
         """Pass 2 over one window: (each packet's connection number, the regular connections' frames completed
         in this window in the order they complete, the positions of the irregular connections' packets).
         Positions count from the window's first packet. A frame is (packet position, connection, side, stream
         offset, start, end) with its bytes at data[start:end], or (packet position, connection, side, stream
         offset, 0, 0, span) when they span segments (see :func:`.segments.span_ranges`); the packet is the one holding
-        the frame's last byte. ``cut``: the frames pass 1 cut in this window, when it was asked to."""
+        the frame's last byte. ``cut``: (the frames pass 1 cut in this window, its packets' connection
+        numbers), when it was asked to: then every window is one pass 1 kept."""
         n = len(index)
         if not n:
             return np.zeros(0, dtype=np.int64), [], []
-        conn_of, side = self._assign(index)
         irregular = np.array([c.irregular for c in self.conns], dtype=bool)
-        stream = conn_of * 2 + side
-        if cut is not None:                     # in packet order already (see _answers)
-            frames = [frame for frame in cut if not frame[1].irregular]
+        if cut is not None:                     # in packet order already (see classify)
+            frames, conn_of = cut
+            if irregular.any():
+                frames = [frame for frame in frames if not frame[1].irregular]
             self._base += n
             return conn_of, frames, np.nonzero(irregular[conn_of])[0].tolist()
+        conn_of, side = self._assign(index)
+        stream = conn_of * 2 + side
         frames: list[tuple] = []
         regular = ~irregular[conn_of] & (index.payload_length > 0)
         where = np.nonzero(regular)[0]
