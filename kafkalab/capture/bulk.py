@@ -9,7 +9,7 @@ rows made so far to its reader: :func:`read_bulk` keeps them all (a :class:`Fram
 each frame's place in the file and the few objects that cannot be made again; Frame objects are made on
 first access), :class:`.engine.FrameStream` turns them into Frames and lets them go. :func:`read_bulk`
 also leaves most Produce and Fetch responses undescribed (not even copied out of the file) until the frames
-table, a row or a Frame is asked for (see :func:`deferrable`): the records table never needs them described.
+table, a row or a Frame is asked for (see :mod:`.deferred`): the records table never needs them described.
 
 When the engine declines a file (gzip, a file object, IPv6 or VLAN-tagged TCP, IP fragments, a damaged
 file, a connection reusing a 5-tuple), :func:`read_bulk` returns None and the general pipeline reads the
@@ -20,19 +20,17 @@ from __future__ import annotations
 import socket
 import struct
 from array import array
-from functools import lru_cache
 from typing import Iterable
 
 from kafkalab.dissect import decoding
 from kafkalab.dissect.columns import latency_ms
-from kafkalab.dissect.facts import uses_topic_ids
 from kafkalab.dissect.frame import describe, describe_body
-from kafkalab.dissect.records_table import APIS as RECORDS_APIS
 from kafkalab.dissect.repeats import MEMO_BYTES, Repeats
 from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
+from .deferred import deferrable, describe_deferred
 from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes,
                           FrameStore, HeldBytes)
@@ -78,8 +76,7 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
     store = FrameStore(row_columns, objects, extras)
     store.raw = FileBytes(path, store.raw, places) if path is not None else HeldBytes(data, store.raw)
     if deferred:
-        repeats = Repeats()                     # the deferred responses' own (see describe_response)
-        store.defer(deferred, lambda raw, api_key, version: describe_response(raw, api_key, version, repeats))
+        store.defer(deferred, describe_deferred)
     del row_columns
     connections = [connection_row(c) for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
@@ -117,8 +114,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     pairing ones, see :data:`.frame_store.PAIRING`, left empty), then the row count at each window's end
     (a streaming reader takes the rows and clears the columns).
     With ``defer``, the paired Produce and Fetch responses whose description cannot depend on the capture's
-    topic names (see :func:`deferrable`) are cut and paired but not decoded nor described: their described
-    columns stay None, to be filled by :func:`describe_response` when something asks for them (see
+    topic names (see :func:`.deferred.deferrable`) are cut and paired but not decoded nor described: their described
+    columns stay None, to be filled by :func:`.deferred.describe_deferred` when something asks for them (see
     :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
     With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes, places): the
     frames table's values column by column (the row layout, R_FRAME to R_OFFSET, each value appended to its
@@ -270,7 +267,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                     _, api_name, _, code, error, topics, records, summary, _, _, _, size = seen
                     topics = list(topics)
                     notes, message, keep, topic_ids = [], None, False, None
-                elif raw is None:               # deferred: described when asked (see describe_response)
+                elif raw is None:               # deferred: described when asked (see .deferred)
                     parts = True
                     api_name = size = code = error = topics = records = summary = notes = topic_ids = None
                     message, keep = None, False
@@ -368,44 +365,6 @@ def _correlation_id(data, where: tuple) -> int:
         return _SIZE.unpack_from(data, start + 4)[0] if end - start >= 8 else -1
     buffer, at = span_head(data, where, 8)
     return _SIZE.unpack_from(buffer, at + 4)[0] if len(buffer) - at >= 8 else -1
-
-
-@lru_cache(maxsize=None)
-def deferrable(api_key: int, version: int) -> bool:
-    """Whether a paired response's describing may wait: a Produce or Fetch response (the frames the records
-    table reads, and most of a capture's bytes) of a version without topic ids, whose description is the
-    same whatever the capture said before and teaches nothing to the frames after it (see
-    :func:`~kafkalab.dissect.facts.uses_topic_ids`), so describing it later gives what describing it in
-    the read would have."""
-    return api_key in RECORDS_APIS and not uses_topic_ids(api_key, "response", version)
-
-
-def describe_response(raw: bytes, api_key: int, version: int, repeats: Repeats | None = None) -> tuple:
-    """The described values of a paired response whose describing was deferred (see :func:`deferrable`),
-    as :func:`_decode` describes one: (api_name, correlation_id, size, error_code, error, topics,
-    record_count, summary, diagnostics, topic_ids, message kept or None). ``repeats``: the descriptions
-    remembered so far (see :mod:`kafkalab.dissect.repeats`), one per capture."""
-    if repeats is not None:
-        seen = repeats.response(raw, api_key, version)
-        if seen is not None:
-            _, api_name, _, code, error, topics, records, summary, _, correlation_id, _, size = seen
-            return api_name, correlation_id, size, code, error, list(topics), records, summary, [], None, None
-    parts = decoding.response_parts(raw, api_key, version)
-    if parts is not None:
-        api_name, correlation_id, body, size, _, _ = parts
-        message, keep = None, False
-        topics, code, error, records, notes, summary, topic_ids = describe_body(
-            api_key, api_name, version, "response", body, None, None)
-        if repeats is not None and (size <= MEMO_BYTES or records):
-            repeats.remember_response(raw, (api_key, api_name, version, code, error, tuple(topics), records,
-                                            summary, True), notes)
-    else:
-        message = decoding.response(raw, api_key, version)
-        correlation_id, api_name, body, size = message.correlation_id, message.api_name, message.body, message.size
-        keep = api_key in _KEEP_MESSAGES or body is None
-        topics, code, error, records, notes, summary, topic_ids = describe(message, None, not keep)
-    return (api_name, correlation_id, size, code, error, topics, records, summary, notes, topic_ids,
-            message if keep else None)
 
 
 def _ip_name(value: int, names: dict[int, str]) -> str:
