@@ -23,7 +23,7 @@ import struct
 
 from .decoding import API_VERSIONS, request_head
 from .facts import uses_topic_ids
-from .shapes import Shape, learn, learn_records
+from .shapes import UNFIT, Shape, learn, learn_records
 
 MEMO_BYTES = 512            # the longest body remembered
 MEMO_ENTRIES = 1 << 14      # descriptions kept per capture
@@ -147,7 +147,8 @@ class Repeats:
                   description: tuple) -> None:
         carrying = description[_RECORD_COUNT] > 0
         for shape in shapes:
-            if shape.fits(raw):
+            key = shape.fitted(raw)
+            if key is not UNFIT:
                 break
         else:
             if len(shapes) >= (CARRYING_SHAPES if carrying else SHAPES_PER_LENGTH) or self.learnt >= LEARNT:
@@ -163,7 +164,7 @@ class Repeats:
             if shape is None:
                 return
             shapes.append(shape)
-        key = shape.key(raw)
+            key = shape.key(raw)
         if key is None or key in shape.memo or (carrying and key[2] != description[_RECORD_COUNT]):
             return
         shape.memo[key] = description
@@ -176,8 +177,8 @@ class _Refused:
     memo: dict = {}
 
     @staticmethod
-    def fits(raw: bytes) -> bool:
-        return False
+    def fitted(raw: bytes):
+        return UNFIT
 
     @staticmethod
     def key(raw: bytes) -> None:
