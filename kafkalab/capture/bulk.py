@@ -142,6 +142,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     inferred_at: list[int] = []
     deferred: list[int] = []                    # rows whose describing waits (see ``defer``)
     latencies: dict[float, float] = {}          # seconds between request and response -> latency_ms
+    topic_lists: dict[int, tuple] = {}          # see _listed
     count = 0
     index = 0                                   # next row
     request, request_parts = decoding.request, decoding.request_parts
@@ -208,7 +209,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             if seen is not None:                # described as a request seen before (but for offsets...)
                 (api_key, api_name, version, code, error, topics, records, summary, answered, correlation_id,
                  client_id, size) = seen
-                topics = list(topics)
+                listed = topic_lists.get(id(topics))
+                topics = (listed or _listed(topic_lists, topics))[1]
                 notes, message, keep, topic_ids = [], None, False, None
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
@@ -265,7 +267,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 if seen is not None:
                     parts = True
                     _, api_name, _, code, error, topics, records, summary, _, _, _, size = seen
-                    topics = list(topics)
+                    listed = topic_lists.get(id(topics))
+                    topics = (listed or _listed(topic_lists, topics))[1]
                     notes, message, keep, topic_ids = [], None, False, None
                 elif raw is None:               # deferred: described when asked (see .deferred)
                     parts = True
@@ -365,6 +368,15 @@ def _correlation_id(data, where: tuple) -> int:
         return _SIZE.unpack_from(data, start + 4)[0] if end - start >= 8 else -1
     buffer, at = span_head(data, where, 8)
     return _SIZE.unpack_from(buffer, at + 4)[0] if len(buffer) - at >= 8 else -1
+
+
+def _listed(lists: dict[int, tuple], topics: tuple) -> tuple:
+    """(``topics``, a list of them) in ``lists`` by the id of ``topics`` (a remembered description's, see
+    :mod:`kafkalab.dissect.repeats`): the rows it describes share one list in the row columns (a Frame
+    made of a row gets its own copy), which the frames table shares again without looking at its items
+    (see :func:`kafkalab.dissect.columns.shared_lists`). The tuple is kept with it, so its id stays its own."""
+    listed = lists[id(topics)] = (topics, list(topics))
+    return listed
 
 
 def _ip_name(value: int, names: dict[int, str]) -> str:
