@@ -20,6 +20,7 @@ from __future__ import annotations
 import socket
 import struct
 from array import array
+from itertools import chain
 from typing import Iterable
 
 from kafkalab.dissect import decoding
@@ -160,7 +161,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         for conn in conns:
             conn.waiting = Waiting()
     yield row_columns, objects, extras, pairs, inferred_at, analyzer
-    for frame in events:
+    for frame in chain.from_iterable(events):   # each window's events, then WINDOW_END (see window_events)
         if frame is WINDOW_END:                 # rows so far: a streaming reader takes them now
             yield index
             if not whole:                       # the reader took the window's rows and their places

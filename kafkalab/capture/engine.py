@@ -118,7 +118,8 @@ _PACKET_COLUMNS = ("src", "sport", "dst", "dport", "seq", "ack", "flags", "paylo
 def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iterable | None, columns: list,
                   packet_conn: list, window: int | None = None) -> Iterator:
     """Pass 2 (over ``windows``, pass 1's kept windows and frames, or else the file indexed and cut again):
-    the events of each window in packet order, then :data:`WINDOW_END`. An event is a regular connection's
+    each window's events as one list, in packet order, ending with :data:`WINDOW_END` (a reader iterates
+    them chained, with no generator step per event). An event is a regular connection's
     frame (see :meth:`.streams.Streams.frames`) or the window position (an int) of an irregular connection's
     packet. ``columns`` (the packet columns the general path needs, then ``ts_ns``) and
     ``packet_conn`` (each packet's :class:`Conn`, None in a window without irregular packets) are refilled in
@@ -135,8 +136,7 @@ def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iter
             for column, name in zip(columns, _PACKET_COLUMNS):
                 column[:] = getattr(index, name).tolist()
         columns[10][:] = index.ts_ns.tolist()
-        yield from _merge(irregular, frames)
-        yield WINDOW_END
+        yield _merge(irregular, frames) + [WINDOW_END]         # a new list: pass 1's frames stay as they are
 
 
 def _merge(packets: list[int], frames: list[tuple]) -> list:
