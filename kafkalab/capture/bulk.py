@@ -124,7 +124,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     objects by index (their column values are placeholders until :class:`FrameStore` fills them in),
     index -> (kept message, topic ids) where either is set, and each row's place as two arrays (start, end;
     -1 where the frame is not one range of the file, see :class:`FileBytes`), noted as the frames are cut
-    for less than packing them from the places afterwards."""
+    for less than packing them from the places afterwards.
+    ``checked``: pass 1 applied the rule that a regular connection's every response answers a waiting
+    request; else this pass applies it as it pairs (:class:`.streams.Waiting`, from the headers it reads
+    anyway) and raises :class:`_Stray` where it fails."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
