@@ -115,9 +115,10 @@ _PACKET_COLUMNS = ("src", "sport", "dst", "dport", "seq", "ack", "flags", "paylo
                    "number")
 
 
-def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iterable | None, columns: list,
+def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: list | None, columns: list,
                   packet_conn: list, window: int | None = None) -> Iterator:
-    """Pass 2 (over ``windows``, pass 1's kept windows and frames, or else the file indexed and cut again):
+    """Pass 2 (over ``windows``, pass 1's kept windows and frames, a list emptied as they are read, or else
+    the file indexed and cut again):
     each window's events as one list, in packet order, ending with :data:`WINDOW_END` (a reader iterates
     them chained, with no generator step per event). An event is a regular connection's
     frame (see :meth:`.streams.Streams.frames`) or the window position (an int) of an irregular connection's
@@ -128,7 +129,7 @@ def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iter
 
     second = Streams(kafka_ports, conns)
     any_irregular = any(c.irregular for c in conns)
-    for index, cut in (((w, None) for w in index_windows(data, window)) if windows is None else windows):
+    for index, cut in (((w, None) for w in index_windows(data, window)) if windows is None else _taken(windows)):
         conn_of, frames, irregular = second.frames(index, data, cut)
         # each packet's connection: only irregular packets are looked up (regular frames carry theirs)
         packet_conn[:] = [conns[c] for c in conn_of.tolist()] if irregular else [None] * len(conn_of)
@@ -137,6 +138,14 @@ def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iter
                 column[:] = getattr(index, name).tolist()
         columns[10][:] = index.ts_ns.tolist()
         yield _merge(irregular, frames) + [WINDOW_END]         # a new list: pass 1's frames stay as they are
+
+
+def _taken(items: list) -> Iterator:
+    """The items of ``items``, in order, each let go by the list as it is given (a kept window's index and
+    frames are freed once read, not at the end of the read)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def _merge(packets: list[int], frames: list[tuple]) -> list:
