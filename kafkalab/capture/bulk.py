@@ -147,6 +147,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     deferred: list[int] = []                    # rows whose describing waits (see ``defer``)
     latencies: dict[float, float] = {}          # seconds between request and response -> latency_ms
     topic_lists: dict[int, tuple] = {}          # see _listed
+    no_notes: list = []                         # the diagnostics of every row described by a memo: one list
     count = 0
     index = 0                                   # next row
     request, request_parts = decoding.request, decoding.request_parts
@@ -215,7 +216,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                  client_id, size) = seen
                 listed = topic_lists.get(id(topics))
                 topics = (listed or _listed(topic_lists, topics))[1]
-                notes, message, keep, topic_ids = [], None, False, None
+                notes, message, keep, topic_ids = no_notes, None, False, None
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
                 message, keep = None, False
@@ -273,7 +274,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                     _, api_name, _, code, error, topics, records, summary, _, _, _, size = seen
                     listed = topic_lists.get(id(topics))
                     topics = (listed or _listed(topic_lists, topics))[1]
-                    notes, message, keep, topic_ids = [], None, False, None
+                    notes, message, keep, topic_ids = no_notes, None, False, None
                 elif raw is None:               # deferred: described when asked (see .deferred)
                     parts = True
                     api_name = size = code = error = topics = records = summary = notes = topic_ids = None

@@ -47,7 +47,7 @@ _RECORD_COUNT = DESCRIPTION.index("record_count")
 class Repeats:
     """The shapes and descriptions remembered while reading one capture."""
 
-    __slots__ = ("requests", "responses", "carrying", "entries", "learnt")
+    __slots__ = ("requests", "responses", "carrying", "entries", "learnt", "client_ids")
 
     def __init__(self) -> None:
         #: a request's first 8 bytes and its client id's length -> (where its client id ends or 0 for none,
@@ -59,6 +59,7 @@ class Repeats:
         self.carrying: dict = {}
         self.entries = 0
         self.learnt = 0
+        self.client_ids: dict[bytes, str] = {}      # a client id's bytes -> the one string for all its frames
 
     def request(self, raw: bytes) -> tuple | None:
         """The description of the request ``raw`` (a whole frame) and its (correlation_id, client_id, size),
@@ -82,10 +83,15 @@ class Repeats:
                 return None
         named = known[0]
         if named:
-            try:
-                client_id = raw[14:named].decode()
-            except UnicodeDecodeError:
-                return None
+            name = raw[14:named]
+            client_id = self.client_ids.get(name)
+            if client_id is None:
+                try:
+                    client_id = name.decode()
+                except UnicodeDecodeError:
+                    return None
+                if len(self.client_ids) < MEMO_ENTRIES:
+                    self.client_ids[name] = client_id
         else:
             client_id = None
         return seen + (_CORRELATION.unpack_from(raw, 8)[0], client_id, len(raw) - 4)
