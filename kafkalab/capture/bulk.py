@@ -69,9 +69,9 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
 
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
     try:        # each request's header read once: the decoding applies pass 1's rule on responses
-        conns, packets, decoded = _rows(data, kafka_ports, indexes, defer, answers=False)
+        conns, packets, decoded = _rows(data, kafka_ports, indexes, defer, path is not None, answers=False)
     except _Stray:      # a connection for the general path: pass 1 finds which, as the streaming reader's does
-        conns, packets, decoded = _rows(data, kafka_ports, indexes, defer, answers=True)
+        conns, packets, decoded = _rows(data, kafka_ports, indexes, defer, path is not None, answers=True)
     row_columns, objects, extras, analyzer, deferred, places = decoded
     analyzer.packet_count = packets
     store = FrameStore(row_columns, objects, extras)
@@ -89,14 +89,15 @@ class _Stray(Exception):
     a response that answers none of its requests (or a request header the rule reads otherwise)."""
 
 
-def _rows(data, kafka_ports: frozenset, indexes: list | None, defer: bool, answers: bool) -> tuple:
+def _rows(data, kafka_ports: frozenset, indexes: list | None, defer: bool, placed: bool, answers: bool) -> tuple:
     """Both passes of a whole read: (connections, TCP packets, what :func:`_decode` returns). ``answers``:
-    pass 1 applies the rule on responses, else the decoding does (raising :class:`_Stray` where it fails)."""
+    pass 1 applies the rule on responses, else the decoding does (raising :class:`_Stray` where it fails);
+    ``placed``: see :func:`_decode`."""
     conns, windows, packets = plan(data, kafka_ports, keep=True, indexes=indexes, answers=answers)
     columns, packet_conn = [[] for _ in range(11)], []
     events = window_events(data, conns, kafka_ports, windows, columns, packet_conn)
     decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True, defer=defer,
-                      checked=answers)
+                      checked=answers, placed=placed)
     next(decoder)
     try:
         while True:
@@ -106,7 +107,8 @@ def _rows(data, kafka_ports: frozenset, indexes: list | None, defer: bool, answe
 
 
 def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], events: Iterable,
-            kafka_ports: frozenset, whole: bool = True, defer: bool = False, checked: bool = True):
+            kafka_ports: frozenset, whole: bool = True, defer: bool = False, checked: bool = True,
+            placed: bool = False):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
 
@@ -127,7 +129,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     for less than packing them from the places afterwards.
     ``checked``: pass 1 applied the rule that a regular connection's every response answers a waiting
     request; else this pass applies it as it pairs (:class:`.streams.Waiting`, from the headers it reads
-    anyway) and raises :class:`_Stray` where it fails."""
+    anyway) and raises :class:`_Stray` where it fails. ``placed``: the rows' bytes will be read back by
+    their places (see :class:`FileBytes`), so a frame that is one range of the file has no entry of its own
+    in the row layout's raw column (None there: no tuple per frame)."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
@@ -196,7 +200,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         if len(frame) == 6:
             i, conn, side, offset, start, end = frame
             raw = data[start:end] if not defer or side == conn.client else None    # None: copied when needed
-            where = (start, end)
+            where = None if placed else (start, end)
             add_start(start)
             add_end(end)
             if start > let_go:                  # the pages read so far are let go (see pcap.index.release)
@@ -204,6 +208,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 let_go = start + WINDOW
         else:
             i, conn, side, offset, _, _, where = frame
+            start = -1                          # not one range: its bytes are at ``where``
             raw = span_bytes(view, where) if not defer or side == conn.client else None
             add_start(-1)
             add_end(-1)
@@ -255,15 +260,15 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         else:
             if raw is not None:
                 correlation_id = unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
-            elif len(where) == 2:
-                correlation_id = unpack_from(data, where[0] + 4)[0] if where[1] - where[0] >= 8 else -1
+            elif start >= 0:
+                correlation_id = unpack_from(data, start + 4)[0] if end - start >= 8 else -1
             else:
                 correlation_id = _correlation_id(data, where)
             asked = conn.asked.response(correlation_id)
             if not checked and not conn.waiting.answers(correlation_id):
                 raise _Stray
             if raw is None and (asked is None or not deferrable(asked[2], asked[3])):
-                raw = data[where[0]:where[1]] if len(where) == 2 else span_bytes(view, where)
+                raw = data[start:end] if start >= 0 else span_bytes(view, where)
             inferred = False
             parts = None
             if asked is not None:
@@ -333,7 +338,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         add_summary(summary)
         add_notes(notes)
         add_ts(ts)
-        add_raw(where)                          # where: the bytes stay in the file (see FileBytes)
+        add_raw(where)                          # the bytes stay in the file (see FileBytes, and ``placed``)
         add_offset(offset)
         if keep or topic_ids is not None:
             extras[index] = (message if keep else None, topic_ids)
