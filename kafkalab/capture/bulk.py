@@ -9,7 +9,7 @@ rows made so far to its reader: :func:`read_bulk` keeps them all (a :class:`Fram
 each frame's place in the file and the few objects that cannot be made again; Frame objects are made on
 first access), :class:`.engine.FrameStream` turns them into Frames and lets them go. :func:`read_bulk`
 also leaves most Produce and Fetch responses undescribed (not even copied out of the file) until the frames
-table, a row or a Frame is asked for (see :func:`deferrable`): the records table never needs them described.
+table, a row or a Frame is asked for (see :mod:`.deferred`): the records table never needs them described.
 
 When the engine declines a file (gzip, a file object, IPv6 or VLAN-tagged TCP, IP fragments, a damaged
 file, a connection reusing a 5-tuple), :func:`read_bulk` returns None and the general pipeline reads the
@@ -20,25 +20,24 @@ from __future__ import annotations
 import socket
 import struct
 from array import array
-from functools import lru_cache
+from itertools import chain
 from typing import Iterable
 
 from kafkalab.dissect import decoding
 from kafkalab.dissect.columns import latency_ms
-from kafkalab.dissect.facts import uses_topic_ids
 from kafkalab.dissect.frame import describe, describe_body
-from kafkalab.dissect.records_table import APIS as RECORDS_APIS
 from kafkalab.dissect.repeats import MEMO_BYTES, Repeats
 from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
+from .deferred import deferrable, describe_deferred
 from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes,
                           FrameStore, HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
 from .segments import span_bytes, span_head
-from .streams import Conn
+from .streams import REQUEST_HEAD, Conn, Waiting, connection_row
 
 _SIZE = struct.Struct(">i")
 
@@ -69,31 +68,47 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
     from .capture import Capture
 
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
-    conns, windows, packets = plan(data, kafka_ports, keep=True, indexes=indexes)
+    try:        # each request's header read once: the decoding applies pass 1's rule on responses
+        conns, packets, decoded = _rows(data, kafka_ports, indexes, defer, path is not None, answers=False)
+    except _Stray:      # a connection for the general path: pass 1 finds which, as the streaming reader's does
+        conns, packets, decoded = _rows(data, kafka_ports, indexes, defer, path is not None, answers=True)
+    row_columns, objects, extras, analyzer, deferred, places = decoded
+    analyzer.packet_count = packets
+    store = FrameStore(row_columns, objects, extras)
+    store.raw = FileBytes(path, store.raw, places) if path is not None else HeldBytes(data, store.raw)
+    if deferred:
+        store.defer(deferred, describe_deferred)
+    del row_columns
+    connections = [connection_row(c) for c in conns if not c.irregular]
+    return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
+                   streams=len(conns))
+
+
+class _Stray(Exception):
+    """A connection pass 1 found regular without its rule on responses (see :class:`.streams.Waiting`) has
+    a response that answers none of its requests (or a request header the rule reads otherwise)."""
+
+
+def _rows(data, kafka_ports: frozenset, indexes: list | None, defer: bool, placed: bool, answers: bool) -> tuple:
+    """Both passes of a whole read: (connections, TCP packets, what :func:`_decode` returns). ``answers``:
+    pass 1 applies the rule on responses, else the decoding does (raising :class:`_Stray` where it fails);
+    ``placed``: see :func:`_decode`."""
+    conns, windows, packets = plan(data, kafka_ports, keep=True, indexes=indexes, answers=answers)
     columns, packet_conn = [[] for _ in range(11)], []
     events = window_events(data, conns, kafka_ports, windows, columns, packet_conn)
-    decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True, defer=defer)
+    decoder = _decode(data, columns, conns, packet_conn, events, kafka_ports, whole=True, defer=defer,
+                      checked=answers, placed=placed)
     next(decoder)
     try:
         while True:
             next(decoder)
     except StopIteration as done:
-        row_columns, objects, extras, analyzer, deferred, places = done.value
-    del events, packet_conn, columns, windows
-    analyzer.packet_count = packets
-    store = FrameStore(row_columns, objects, extras)
-    store.raw = FileBytes(path, store.raw, places) if path is not None else HeldBytes(data, store.raw)
-    if deferred:
-        repeats = Repeats()                     # the deferred responses' own (see describe_response)
-        store.defer(deferred, lambda raw, api_key, version: describe_response(raw, api_key, version, repeats))
-    del row_columns
-    connections = [_connection_row(c) for c in conns if not c.irregular]
-    return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
-                   streams=len(conns))
+        return conns, packets, done.value
 
 
 def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Conn], events: Iterable,
-            kafka_ports: frozenset, whole: bool = True, defer: bool = False):
+            kafka_ports: frozenset, whole: bool = True, defer: bool = False, checked: bool = True,
+            placed: bool = False):
     """Pass 2, in packet order: regular frames decoded and paired; other connections' packets to an
     Analyzer; one frame numbering for both.
 
@@ -102,8 +117,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     pairing ones, see :data:`.frame_store.PAIRING`, left empty), then the row count at each window's end
     (a streaming reader takes the rows and clears the columns).
     With ``defer``, the paired Produce and Fetch responses whose description cannot depend on the capture's
-    topic names (see :func:`deferrable`) are cut and paired but not decoded nor described: their described
-    columns stay None, to be filled by :func:`describe_response` when something asks for them (see
+    topic names (see :func:`.deferred.deferrable`) are cut and paired but not decoded nor described: their described
+    columns stay None, to be filled by :func:`.deferred.describe_deferred` when something asks for them (see
     :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
     With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes, places): the
     frames table's values column by column (the row layout, R_FRAME to R_OFFSET, each value appended to its
@@ -111,7 +126,12 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     objects by index (their column values are placeholders until :class:`FrameStore` fills them in),
     index -> (kept message, topic ids) where either is set, and each row's place as two arrays (start, end;
     -1 where the frame is not one range of the file, see :class:`FileBytes`), noted as the frames are cut
-    for less than packing them from the places afterwards."""
+    for less than packing them from the places afterwards.
+    ``checked``: pass 1 applied the rule that a regular connection's every response answers a waiting
+    request; else this pass applies it as it pairs (:class:`.streams.Waiting`, from the headers it reads
+    anyway) and raises :class:`_Stray` where it fails. ``placed``: the rows' bytes will be read back by
+    their places (see :class:`FileBytes`), so a frame that is one range of the file has no entry of its own
+    in the row layout's raw column (None there: no tuple per frame)."""
     src_ips, sports, dst_ips, dports, seqs, acks, flagss, starts, lengths, numbers, ts_ns = columns
     analyzer = Analyzer(kafka_ports)
     host_requests = analyzer._host_requests
@@ -130,6 +150,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     inferred_at: list[int] = []
     deferred: list[int] = []                    # rows whose describing waits (see ``defer``)
     latencies: dict[float, float] = {}          # seconds between request and response -> latency_ms
+    topic_lists: dict[int, tuple] = {}          # see _listed
+    no_notes: list = []                         # the diagnostics of every row described by a memo: one list
     count = 0
     index = 0                                   # next row
     request, request_parts = decoding.request, decoding.request_parts
@@ -143,8 +165,11 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     seen_request, seen_response = repeats.request, repeats.response
     remember_request, remember_response = repeats.remember_request, repeats.remember_response
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
+    if not checked:                             # pass 1 left the rule on responses to this pass (see _rows)
+        for conn in conns:
+            conn.waiting = Waiting()
     yield row_columns, objects, extras, pairs, inferred_at, analyzer
-    for frame in events:
+    for frame in chain.from_iterable(events):   # each window's events, then WINDOW_END (see window_events)
         if frame is WINDOW_END:                 # rows so far: a streaming reader takes them now
             yield index
             if not whole:                       # the reader took the window's rows and their places
@@ -175,7 +200,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         if len(frame) == 6:
             i, conn, side, offset, start, end = frame
             raw = data[start:end] if not defer or side == conn.client else None    # None: copied when needed
-            where = (start, end)
+            where = None if placed else (start, end)
             add_start(start)
             add_end(end)
             if start > let_go:                  # the pages read so far are let go (see pcap.index.release)
@@ -183,6 +208,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 let_go = start + WINDOW
         else:
             i, conn, side, offset, _, _, where = frame
+            start = -1                          # not one range: its bytes are at ``where``
             raw = span_bytes(view, where) if not defer or side == conn.client else None
             add_start(-1)
             add_end(-1)
@@ -193,8 +219,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             if seen is not None:                # described as a request seen before (but for offsets...)
                 (api_key, api_name, version, code, error, topics, records, summary, answered, correlation_id,
                  client_id, size) = seen
-                topics = list(topics)
-                notes, message, keep, topic_ids = [], None, False, None
+                listed = topic_lists.get(id(topics))
+                topics = (listed or _listed(topic_lists, topics))[1]
+                notes, message, keep, topic_ids = no_notes, None, False, None
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
                 message, keep = None, False
@@ -211,10 +238,15 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 keep = api_key in _KEEP_MESSAGES or body is None
                 topics, code, error, records, notes, summary, topic_ids = describe(message, topic_names, not keep)
                 answered = expects_response(api_key, body)
+                if not checked and (len(raw) < 12 or REQUEST_HEAD.unpack_from(raw, 4) != (api_key, version,
+                                                                                        correlation_id)):
+                    raise _Stray            # read otherwise than the rule reads it: pass 1 decides
             kind = "request"
             conn.requests += 1
             if conn.asked.request(api_key, version, correlation_id, answered,
                                   (index, count, api_key, version, client_id, ts)):
+                if not checked:
+                    conn.waiting.asked(correlation_id)
                 pair = (api_key, version)
                 host = conn.host
                 if host is None:                # the capture-wide dict of the client's host (never replaced)
@@ -228,13 +260,15 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         else:
             if raw is not None:
                 correlation_id = unpack_from(raw, 4)[0] if len(raw) >= 8 else -1
-            elif len(where) == 2:
-                correlation_id = unpack_from(data, where[0] + 4)[0] if where[1] - where[0] >= 8 else -1
+            elif start >= 0:
+                correlation_id = unpack_from(data, start + 4)[0] if end - start >= 8 else -1
             else:
                 correlation_id = _correlation_id(data, where)
             asked = conn.asked.response(correlation_id)
+            if not checked and not conn.waiting.answers(correlation_id):
+                raise _Stray
             if raw is None and (asked is None or not deferrable(asked[2], asked[3])):
-                raw = data[where[0]:where[1]] if len(where) == 2 else span_bytes(view, where)
+                raw = data[start:end] if start >= 0 else span_bytes(view, where)
             inferred = False
             parts = None
             if asked is not None:
@@ -243,9 +277,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 if seen is not None:
                     parts = True
                     _, api_name, _, code, error, topics, records, summary, _, _, _, size = seen
-                    topics = list(topics)
-                    notes, message, keep, topic_ids = [], None, False, None
-                elif raw is None:               # deferred: described when asked (see describe_response)
+                    listed = topic_lists.get(id(topics))
+                    topics = (listed or _listed(topic_lists, topics))[1]
+                    notes, message, keep, topic_ids = no_notes, None, False, None
+                elif raw is None:               # deferred: described when asked (see .deferred)
                     parts = True
                     api_name = size = code = error = topics = records = summary = notes = topic_ids = None
                     message, keep = None, False
@@ -303,7 +338,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         add_summary(summary)
         add_notes(notes)
         add_ts(ts)
-        add_raw(where)                          # where: the bytes stay in the file (see FileBytes)
+        add_raw(where)                          # the bytes stay in the file (see FileBytes, and ``placed``)
         add_offset(offset)
         if keep or topic_ids is not None:
             extras[index] = (message if keep else None, topic_ids)
@@ -345,42 +380,13 @@ def _correlation_id(data, where: tuple) -> int:
     return _SIZE.unpack_from(buffer, at + 4)[0] if len(buffer) - at >= 8 else -1
 
 
-@lru_cache(maxsize=None)
-def deferrable(api_key: int, version: int) -> bool:
-    """Whether a paired response's describing may wait: a Produce or Fetch response (the frames the records
-    table reads, and most of a capture's bytes) of a version without topic ids, whose description is the
-    same whatever the capture said before and teaches nothing to the frames after it (see
-    :func:`~kafkalab.dissect.facts.uses_topic_ids`), so describing it later gives what describing it in
-    the read would have."""
-    return api_key in RECORDS_APIS and not uses_topic_ids(api_key, "response", version)
-
-
-def describe_response(raw: bytes, api_key: int, version: int, repeats: Repeats | None = None) -> tuple:
-    """The described values of a paired response whose describing was deferred (see :func:`deferrable`),
-    as :func:`_decode` describes one: (api_name, correlation_id, size, error_code, error, topics,
-    record_count, summary, diagnostics, topic_ids, message kept or None). ``repeats``: the descriptions
-    remembered so far (see :mod:`kafkalab.dissect.repeats`), one per capture."""
-    if repeats is not None:
-        seen = repeats.response(raw, api_key, version)
-        if seen is not None:
-            _, api_name, _, code, error, topics, records, summary, _, correlation_id, _, size = seen
-            return api_name, correlation_id, size, code, error, list(topics), records, summary, [], None, None
-    parts = decoding.response_parts(raw, api_key, version)
-    if parts is not None:
-        api_name, correlation_id, body, size, _, _ = parts
-        message, keep = None, False
-        topics, code, error, records, notes, summary, topic_ids = describe_body(
-            api_key, api_name, version, "response", body, None, None)
-        if repeats is not None and (size <= MEMO_BYTES or records):
-            repeats.remember_response(raw, (api_key, api_name, version, code, error, tuple(topics), records,
-                                            summary, True), notes)
-    else:
-        message = decoding.response(raw, api_key, version)
-        correlation_id, api_name, body, size = message.correlation_id, message.api_name, message.body, message.size
-        keep = api_key in _KEEP_MESSAGES or body is None
-        topics, code, error, records, notes, summary, topic_ids = describe(message, None, not keep)
-    return (api_name, correlation_id, size, code, error, topics, records, summary, notes, topic_ids,
-            message if keep else None)
+def _listed(lists: dict[int, tuple], topics: tuple) -> tuple:
+    """(``topics``, a list of them) in ``lists`` by the id of ``topics`` (a remembered description's, see
+    :mod:`kafkalab.dissect.repeats`): the rows it describes share one list in the row columns (a Frame
+    made of a row gets its own copy), which the frames table shares again without looking at its items
+    (see :func:`kafkalab.dissect.columns.shared_lists`). The tuple is kept with it, so its id stays its own."""
+    listed = lists[id(topics)] = (topics, list(topics))
+    return listed
 
 
 def _ip_name(value: int, names: dict[int, str]) -> str:
@@ -388,16 +394,3 @@ def _ip_name(value: int, names: dict[int, str]) -> str:
     if name is None:
         name = names[value] = socket.inet_ntoa(value.to_bytes(4, "big"))
     return name
-
-
-def _connection_row(conn: Conn) -> dict:
-    client = conn.client
-    server = 1 - client
-    return {
-        "stream": conn.index, "client": conn.names[client], "server": conn.names[server],
-        "first_time": conn.first_ts, "last_time": conn.last_ts,
-        "client_bytes": conn.payload_bytes[client], "server_bytes": conn.payload_bytes[server],
-        "client_packets": conn.packets[client], "server_packets": conn.packets[server],
-        "requests": conn.requests, "responses": conn.responses,
-        "client_ids": list(conn.client_ids), "gaps": 0, "gap_bytes": 0, "midstream": False, "state": conn.state,
-    }

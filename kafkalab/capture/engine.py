@@ -65,24 +65,26 @@ def mapped(source):
 
 
 def plan(data, kafka_ports: frozenset, keep: bool, window: int | None = None,
-         indexes: Iterable | None = None) -> tuple[list[Conn], list | None, int]:
+         indexes: Iterable | None = None, answers: bool = True) -> tuple[list[Conn], list | None, int]:
     """Pass 1 over windows of ``window`` bytes (default: ``pcap.index.WINDOW``), or over ``indexes`` (packet
     indexes made elsewhere, whose payloads are in ``data``): (the connections with their verdicts, the packet
-    index windows with the frames cut in them when ``keep``, else None, the number of TCP packets). Raises
-    :class:`Bail` for a file the general pipeline must read."""
+    index windows as (window, (the frames cut in it, its packets' connection numbers)) when ``keep``, else
+    None, the number of TCP packets). Raises
+    :class:`Bail` for a file the general pipeline must read. ``answers=False``: the verdicts leave out the
+    rule on responses, which the caller's decoding applies (see :class:`.streams.Waiting`)."""
     from kafkalab.pcap.index import NotIndexable, index_windows     # numpy: only when a file is read so
 
-    first = Streams(kafka_ports)
+    first = Streams(kafka_ports, answers=answers)
     kept: list | None = [] if keep else None
     packets = 0
     try:
         for index in index_windows(data, window) if indexes is None else indexes:
             _no_other_tcp(data, index)
             cut: list | None = [] if kept is not None else None
-            first.classify(index, data, cut)
+            conn_of = first.classify(index, data, cut)
             packets += len(index)
             if kept is not None:
-                kept.append((index, cut))
+                kept.append((index, (cut, conn_of)))
     except (NotIndexable, NotRegular):
         raise Bail from None
     conns = first.finish()
@@ -113,10 +115,12 @@ _PACKET_COLUMNS = ("src", "sport", "dst", "dport", "seq", "ack", "flags", "paylo
                    "number")
 
 
-def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iterable | None, columns: list,
+def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: list | None, columns: list,
                   packet_conn: list, window: int | None = None) -> Iterator:
-    """Pass 2 (over ``windows``, pass 1's kept windows and frames, or else the file indexed and cut again):
-    the events of each window in packet order, then :data:`WINDOW_END`. An event is a regular connection's
+    """Pass 2 (over ``windows``, pass 1's kept windows and frames, a list emptied as they are read, or else
+    the file indexed and cut again):
+    each window's events as one list, in packet order, ending with :data:`WINDOW_END` (a reader iterates
+    them chained, with no generator step per event). An event is a regular connection's
     frame (see :meth:`.streams.Streams.frames`) or the window position (an int) of an irregular connection's
     packet. ``columns`` (the packet columns the general path needs, then ``ts_ns``) and
     ``packet_conn`` (each packet's :class:`Conn`, None in a window without irregular packets) are refilled in
@@ -125,7 +129,7 @@ def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iter
 
     second = Streams(kafka_ports, conns)
     any_irregular = any(c.irregular for c in conns)
-    for index, cut in (((w, None) for w in index_windows(data, window)) if windows is None else windows):
+    for index, cut in (((w, None) for w in index_windows(data, window)) if windows is None else _taken(windows)):
         conn_of, frames, irregular = second.frames(index, data, cut)
         # each packet's connection: only irregular packets are looked up (regular frames carry theirs)
         packet_conn[:] = [conns[c] for c in conn_of.tolist()] if irregular else [None] * len(conn_of)
@@ -133,8 +137,15 @@ def window_events(data, conns: list[Conn], kafka_ports: frozenset, windows: Iter
             for column, name in zip(columns, _PACKET_COLUMNS):
                 column[:] = getattr(index, name).tolist()
         columns[10][:] = index.ts_ns.tolist()
-        yield from _merge(irregular, frames)
-        yield WINDOW_END
+        yield _merge(irregular, frames) + [WINDOW_END]         # a new list: pass 1's frames stay as they are
+
+
+def _taken(items: list) -> Iterator:
+    """The items of ``items``, in order, each let go by the list as it is given (a kept window's index and
+    frames are freed once read, not at the end of the read)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def _merge(packets: list[int], frames: list[tuple]) -> list:

@@ -51,9 +51,10 @@ class FrameStore:
 
     def defer(self, indexes: list[int], describe) -> None:
         """Leave the described columns of the frames at ``indexes`` (row indexes, in frame order) to be filled
-        when the table, its columns or a Frame are first asked for: ``describe(raw, api_key, api_version)``
-        gives their values (see :func:`.bulk.describe_response`). Until then :attr:`cut_columns` gives what
-        cutting and pairing filled, which is all the records table reads.
+        when the table, its columns or a Frame are first asked for: ``describe(indexes, read, columns, extras)``
+        fills them, reading each frame's bytes with ``read(index)`` (see
+        :func:`.deferred.describe_deferred`). Until then :attr:`cut_columns` gives what cutting and pairing
+        filled, which is all the records table reads.
 
         Why: describing every frame (decoding its body, counting its records, writing its summary) costs
         more than cutting and pairing it, and reading the records table never looks at it."""
@@ -68,19 +69,9 @@ class FrameStore:
         if self._deferred is None:
             return
         indexes, describe = self._deferred
-        columns = self._columns
-        api_keys, versions = columns["api_key"], columns["api_version"]
-        names, correlation_ids, sizes, codes, errors, topics, record_counts, summaries, diagnostics = (
-            columns["api_name"], columns["correlation_id"], columns["size"], columns["error_code"],
-            columns["error"], columns["topics"], columns["record_count"], columns["summary"],
-            columns["diagnostics"])
         raw = self.raw
         with (raw.reader() if hasattr(raw, "reader") else nullcontext(raw.__getitem__)) as read:
-            for i in indexes:
-                (names[i], correlation_ids[i], sizes[i], codes[i], errors[i], topics[i], record_counts[i],
-                 summaries[i], diagnostics[i], topic_ids, message) = describe(read(i), api_keys[i], versions[i])
-                if message is not None or topic_ids is not None:
-                    self.extras[i] = (message, topic_ids)
+            describe(indexes, read, self._columns, self.extras)
         self._deferred = None
 
     @property

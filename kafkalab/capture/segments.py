@@ -14,7 +14,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from kafkalab.protocol.framing import MAX_FRAME_SIZE, PREFIX, frame_size
+from kafkalab.protocol.framing import MAX_FRAME_SIZE, PREFIX, SIZE_PREFIX, frame_size
 
 
 class Direction:
@@ -59,9 +59,12 @@ class Direction:
         total = ends[-1]
         pos, k = self.pos, 0
         add = frames.append if frames is not None else None
+        size_at = SIZE_PREFIX.unpack_from                       # frame_size, without a call per frame
         while pos + PREFIX <= total:
-            k = bisect_left(ends, pos + 1, k)                   # the segment holding byte ``pos``
             segment_end = ends[k]
+            if segment_end <= pos:                              # the segment holding byte ``pos``
+                k = bisect_left(ends, pos + 1, k)
+                segment_end = ends[k]
             if whole[k] and pos == segment_end - lengths[k]:   # what the walk below finds, without reading
                 if add is not None:
                     add((positions[k], conn, side, pos, starts[k], starts[k] + lengths[k]))
@@ -69,7 +72,7 @@ class Direction:
                 continue
             offset = starts[k] + pos - (segment_end - lengths[k])
             if pos + PREFIX <= segment_end:
-                size = frame_size(data, offset)
+                size = size_at(data, offset)[0]
             else:
                 size = frame_size(_span(data, starts, lengths, ends, k, pos, pos + PREFIX))
             if size < 0 or size > MAX_FRAME_SIZE:

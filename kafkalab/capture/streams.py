@@ -9,8 +9,8 @@ A connection is regular when it is on a Kafka port, both directions open with on
 follows the previous one exactly (no hole, overlap, retransmission or reordering), no acknowledgement covers
 bytes the capture did not see, no byte follows a FIN or RST, each direction cuts into whole frames
 (:func:`kafkalab.protocol.framing.frame_size`: the same rule as everywhere), and every response answers a
-request the connection is waiting for (by correlation id: a response that answers none may be held for the
-connection's next request, which only the general path does). Irregular connections (loss,
+request the connection is waiting for (by correlation id, see :class:`Waiting`: a response that answers
+none may be held for the connection's next request, which only the general path does). Irregular connections (loss,
 mid-stream start, other ports) are left whole to the general path (:class:`~.analyzer.Analyzer`), behind the
 same rows.
 
@@ -24,7 +24,9 @@ sequence number and what each acknowledgement may cover); only the frame cutting
 jumping over segments with a binary search (:mod:`.segments`). Whether a connection is regular is known only at the end of
 the capture, so a reader makes two passes over the windows: :meth:`Streams.classify` (pass 1) then, with a
 fresh :class:`Streams` told the verdicts, :meth:`Streams.frames` (pass 2, the regular connections' frames).
-Whatever the windows, the verdicts and frames are those of one window holding the whole capture.
+Whatever the windows, the verdicts and frames are those of one window holding the whole capture. A reader
+that decodes the frames anyway may leave the last rule to its decoding (``answers=False``, see
+:class:`Waiting`): it then reads each request's header once, not once here and again there.
 
 A connection's result depends on its own packets only; the one capture-wide step is numbering connections in
 order of their first packet (a distributed reader numbers them the same way from each group's first packets).
@@ -45,7 +47,7 @@ from kafkalab.protocol.correlation import Asked
 from .regularity import NEVER, Carried, stable_order
 from .segments import Direction, span_head
 
-_REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
+REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
 _CORRELATION = struct.Struct(">i")
 _POSITION = itemgetter(0)
 MAX_WAITING = 4096          # requests remembered per connection; a response to a forgotten one: general path
@@ -59,7 +61,7 @@ class Conn:
 
     __slots__ = ("index", "ends", "names", "kafka_port", "client", "irregular", "packets", "payload_bytes",
                  "first_ts", "last_ts", "state", "asked", "advertised", "client_ids",
-                 "client_ip", "requests", "responses", "host")
+                 "client_ip", "requests", "responses", "host", "waiting")
 
     def __init__(self, index: int, a: tuple, b: tuple, kafka_port: bool) -> None:
         self.index = index
@@ -78,6 +80,31 @@ class Conn:
         self.client_ip = ""
         self.requests = self.responses = 0      # frames sent by the client, by the server
         self.host: dict | None = None           # the capture-wide requests of the client's host
+        self.waiting: Waiting | None = None     # a decoder checking the responses' rule itself (see Waiting)
+
+
+class Waiting:
+    """The correlation ids a connection's requests wait on, as the rule that a regular connection's every
+    response answers a waiting request counts them: every request whose header can be paired by (see
+    :class:`~kafkalab.protocol.correlation.Asked`), whether it expects a response or not (that takes its
+    body: Produce with acks=0), at most ``MAX_WAITING`` (the oldest forgotten). Pass 1 applies the rule
+    (``Streams._answers``), or a decoder, which knows the headers anyway, as it pairs."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self) -> None:
+        self.ids: dict[int, None] = {}          # an ordered set
+
+    def asked(self, correlation_id: int) -> None:
+        """A request with a header that can be paired by."""
+        ids = self.ids
+        ids[correlation_id] = None
+        if len(ids) > MAX_WAITING:              # never answered (acks=0): forget the oldest
+            del ids[next(iter(ids))]
+
+    def answers(self, correlation_id: int) -> bool:
+        """Whether a response with this id answers a waiting request (which then waits no more)."""
+        return self.ids.pop(correlation_id, True) is None
 
 
 def streams(index, data, kafka_ports: Iterable[int]) -> tuple[list[Conn], np.ndarray, list[tuple]]:
@@ -93,9 +120,10 @@ def streams(index, data, kafka_ports: Iterable[int]) -> tuple[list[Conn], np.nda
 
 class Streams:
     """The streams stage over the windows of one capture, in order (see the module docstring). ``known``:
-    the connections pass 1 found, with their verdicts (pass 2)."""
+    the connections pass 1 found, with their verdicts (pass 2). ``answers=False``: pass 1 leaves the rule on
+    responses (:class:`Waiting`) to the decoder, which must then apply it."""
 
-    def __init__(self, kafka_ports: Iterable[int], known: list[Conn] | None = None) -> None:
+    def __init__(self, kafka_ports: Iterable[int], known: list[Conn] | None = None, answers: bool = True) -> None:
         self.ports = np.array(sorted(set(kafka_ports)), dtype=np.int64)
         self.conns: list[Conn] = list(known or [])
         self._ids: dict[tuple[int, int], int] = {}              # (low end, high end) -> connection number
@@ -106,7 +134,8 @@ class Streams:
         self._base = 0                                          # packets in earlier windows
         self._directions: dict[int, Direction] = {}             # stream (2 * connection + side) -> its cutter
         self._carried = Carried()
-        self._asked: dict[int, dict] = {}      # connection -> correlation ids of its requests (an ordered set)
+        self._waiting: dict[int, Waiting] = {}     # connection -> its requests waiting (see Waiting)
+        self._check_answers = answers
 
     # ------------------------------------------------------------ both passes
 
@@ -151,13 +180,14 @@ class Streams:
 
     # ------------------------------------------------------------ pass 1
 
-    def classify(self, index, data, frames: list | None = None) -> None:
-        """Pass 1 over one window: connections, counters, and what makes a connection irregular. With
-        ``frames``, the frames of the connections regular so far are cut into it as :meth:`frames` would
-        (a reader that keeps the windows need not cut them again: see ``cut`` there)."""
+    def classify(self, index, data, frames: list | None = None) -> np.ndarray:
+        """Pass 1 over one window: connections, counters, and what makes a connection irregular; returns each
+        packet's connection number. With ``frames``, the frames of the connections regular so far are cut
+        into it as :meth:`frames` would (a reader that keeps the windows need not cut them again nor number
+        their packets' connections: see ``cut`` there)."""
         n = len(index)
         if not n:
-            return
+            return np.zeros(0, dtype=np.int64)
         conn_of, side = self._assign(index)
         stream = conn_of * 2 + side
         carried = self._carried
@@ -181,15 +211,17 @@ class Streams:
             if len(packets) and not self._direction(s).walk(data, index, packets, self.conns[c], s & 1, cut):
                 bad[c] = True
         cut[start:] = sorted(cut[start:], key=_POSITION)          # stable: a packet's frames in stream order
-        self._answers(cut, start, data, bad)
+        if self._check_answers:
+            self._answers(cut, start, data, bad)
         self._base += n
+        return conn_of
 
     def _answers(self, frames: list, start: int, data, bad: np.ndarray) -> None:
         """A connection whose server sends a response no request of it is waiting for (by correlation id) is
         not regular: such a response may have to wait for the connection's next request to be read (see
         ``KafkaSession._hold_unpaired``), which the general path does."""
-        asked = self._asked
-        request_head, correlation = _REQUEST_HEAD.unpack_from, _CORRELATION.unpack_from
+        waiting_of = self._waiting
+        request_head, correlation = REQUEST_HEAD.unpack_from, _CORRELATION.unpack_from
         size_of = _CORRELATION.unpack_from
         skip = set(np.nonzero(bad)[0].tolist())         # connections found irregular (a set: read per frame)
         for frame in islice(frames, start, None):
@@ -203,17 +235,15 @@ class Streams:
                 buf, at = span_head(data, frame[6], 12)
                 size = size_of(buf, at)[0]      # the size prefix: what the frame was cut by
                 at += 4
-            waiting = asked.get(c)
+            waiting = waiting_of.get(c)
             if waiting is None:
-                waiting = asked[c] = {}
+                waiting = waiting_of[c] = Waiting()
             if frame[2] == conn.client:
                 if size >= 8:
                     api_key, api_version, correlation_id = request_head(buf, at)
                     if api_key >= 0 and api_version >= 0 and correlation_id >= 0:
-                        waiting[correlation_id] = None
-                        if len(waiting) > MAX_WAITING:      # never answered (acks=0): forget the oldest
-                            del waiting[next(iter(waiting))]
-            elif waiting.pop(correlation(buf, at)[0] if size >= 4 else -1, True) is not None:
+                        waiting.asked(correlation_id)
+            elif not waiting.answers(correlation(buf, at)[0] if size >= 4 else -1):
                 bad[c] = True
                 skip.add(c)
 
@@ -234,23 +264,26 @@ class Streams:
 
     # ------------------------------------------------------------ pass 2
 
-    def frames(self, index, data, cut: list | None = None) -> tuple[np.ndarray, list[tuple], list[int]]:
+    def frames(self, index, data, cut: tuple | None = None) -> tuple[np.ndarray, list[tuple], list[int]]:
         """Pass 2 over one window: (each packet's connection number, the regular connections' frames completed
         in this window in the order they complete, the positions of the irregular connections' packets).
         Positions count from the window's first packet. A frame is (packet position, connection, side, stream
         offset, start, end) with its bytes at data[start:end], or (packet position, connection, side, stream
         offset, 0, 0, span) when they span segments (see :func:`.segments.span_ranges`); the packet is the one holding
-        the frame's last byte. ``cut``: the frames pass 1 cut in this window, when it was asked to."""
+        the frame's last byte. ``cut``: (the frames pass 1 cut in this window, its packets' connection
+        numbers), when it was asked to: then every window is one pass 1 kept."""
         n = len(index)
         if not n:
             return np.zeros(0, dtype=np.int64), [], []
-        conn_of, side = self._assign(index)
         irregular = np.array([c.irregular for c in self.conns], dtype=bool)
-        stream = conn_of * 2 + side
-        if cut is not None:                     # in packet order already (see _answers)
-            frames = [frame for frame in cut if not frame[1].irregular]
+        if cut is not None:                     # in packet order already (see classify)
+            frames, conn_of = cut
+            if irregular.any():
+                frames = [frame for frame in frames if not frame[1].irregular]
             self._base += n
             return conn_of, frames, np.nonzero(irregular[conn_of])[0].tolist()
+        conn_of, side = self._assign(index)
+        stream = conn_of * 2 + side
         frames: list[tuple] = []
         regular = ~irregular[conn_of] & (index.payload_length > 0)
         where = np.nonzero(regular)[0]
@@ -310,3 +343,17 @@ def _end(ips: np.ndarray, ports: np.ndarray, at: int) -> tuple[int, int]:
 
 def _dotted(value: int) -> str:
     return socket.inet_ntoa(value.to_bytes(4, "big"))
+
+
+def connection_row(conn: Conn) -> dict:
+    """A regular connection's row of the connections table."""
+    client = conn.client
+    server = 1 - client
+    return {
+        "stream": conn.index, "client": conn.names[client], "server": conn.names[server],
+        "first_time": conn.first_ts, "last_time": conn.last_ts,
+        "client_bytes": conn.payload_bytes[client], "server_bytes": conn.payload_bytes[server],
+        "client_packets": conn.packets[client], "server_packets": conn.packets[server],
+        "requests": conn.requests, "responses": conn.responses,
+        "client_ids": list(conn.client_ids), "gaps": 0, "gap_bytes": 0, "midstream": False, "state": conn.state,
+    }

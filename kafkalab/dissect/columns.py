@@ -188,16 +188,18 @@ def to_pandas(arrow_table, table: str):
 
 
 def shared_lists(values) -> list:
-    """``values`` (lists of strings) with equal lists as one list object, made here (never one of the
+    """``values`` (a sequence of lists of strings) with equal lists as one list object, made here (never one of the
     given lists, which may be a Frame's own).
 
     Why: a capture's frames name the same few topics again and again and most have no diagnostics, so a
     table of a million frames would otherwise hold two million small lists, which every full garbage
     collection walks for as long as the table lives (about 0.1 s per collection for 100k frames; the
     interpreter makes such collections at exit too). A table's list cells are values to read, as with any
-    pandas object column: copy one before changing it."""
+    pandas object column: copy one before changing it. A list given for several values (as a reader may
+    share them) is looked at once."""
     seen: dict[tuple, list] = {}
-    get = seen.get
+    given: dict[int, list] = {}                 # id of a given list -> its shared list (all alive here)
+    get, get_given = seen.get, given.get
     empty: list = []
     out = []
     append = out.append
@@ -205,10 +207,13 @@ def shared_lists(values) -> list:
         if not value:
             append(empty)
             continue
-        key = tuple(value)
-        one = get(key)
+        one = get_given(id(value))
         if one is None:
-            one = seen[key] = list(key)
+            key = tuple(value)
+            one = get(key)
+            if one is None:
+                one = seen[key] = list(key)
+            given[id(value)] = one
         append(one)
     return out
 

@@ -64,7 +64,7 @@ def columns_table(columns: dict):
             data[name] = np.array(values, dtype=bool)
         else:                                    # lists: topics, diagnostics
             data[name] = np.fromiter(spec.shared_lists(values), dtype=object, count=n)
-    return pd.DataFrame(data, columns=FRAME_COLUMNS)
+    return pd.DataFrame(data, columns=FRAME_COLUMNS, copy=False)        # the arrays made here: nothing to copy
 
 
 

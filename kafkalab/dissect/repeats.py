@@ -23,7 +23,7 @@ import struct
 
 from .decoding import API_VERSIONS, request_head
 from .facts import uses_topic_ids
-from .shapes import Shape, learn, learn_records
+from .shapes import UNFIT, Shape, learn, learn_records
 
 MEMO_BYTES = 512            # the longest body remembered
 MEMO_ENTRIES = 1 << 14      # descriptions kept per capture
@@ -47,7 +47,7 @@ _RECORD_COUNT = DESCRIPTION.index("record_count")
 class Repeats:
     """The shapes and descriptions remembered while reading one capture."""
 
-    __slots__ = ("requests", "responses", "carrying", "entries", "learnt")
+    __slots__ = ("requests", "responses", "carrying", "entries", "learnt", "client_ids")
 
     def __init__(self) -> None:
         #: a request's first 8 bytes and its client id's length -> (where its client id ends or 0 for none,
@@ -59,6 +59,7 @@ class Repeats:
         self.carrying: dict = {}
         self.entries = 0
         self.learnt = 0
+        self.client_ids: dict[bytes, str] = {}      # a client id's bytes -> the one string for all its frames
 
     def request(self, raw: bytes) -> tuple | None:
         """The description of the request ``raw`` (a whole frame) and its (correlation_id, client_id, size),
@@ -82,10 +83,15 @@ class Repeats:
                 return None
         named = known[0]
         if named:
-            try:
-                client_id = raw[14:named].decode()
-            except UnicodeDecodeError:
-                return None
+            name = raw[14:named]
+            client_id = self.client_ids.get(name)
+            if client_id is None:
+                try:
+                    client_id = name.decode()
+                except UnicodeDecodeError:
+                    return None
+                if len(self.client_ids) < MEMO_ENTRIES:
+                    self.client_ids[name] = client_id
         else:
             client_id = None
         return seen + (_CORRELATION.unpack_from(raw, 8)[0], client_id, len(raw) - 4)
@@ -147,7 +153,8 @@ class Repeats:
                   description: tuple) -> None:
         carrying = description[_RECORD_COUNT] > 0
         for shape in shapes:
-            if shape.fits(raw):
+            key = shape.fitted(raw)
+            if key is not UNFIT:
                 break
         else:
             if len(shapes) >= (CARRYING_SHAPES if carrying else SHAPES_PER_LENGTH) or self.learnt >= LEARNT:
@@ -163,7 +170,7 @@ class Repeats:
             if shape is None:
                 return
             shapes.append(shape)
-        key = shape.key(raw)
+            key = shape.key(raw)
         if key is None or key in shape.memo or (carrying and key[2] != description[_RECORD_COUNT]):
             return
         shape.memo[key] = description
@@ -176,8 +183,8 @@ class _Refused:
     memo: dict = {}
 
     @staticmethod
-    def fits(raw: bytes) -> bool:
-        return False
+    def fitted(raw: bytes):
+        return UNFIT
 
     @staticmethod
     def key(raw: bytes) -> None:

@@ -44,6 +44,7 @@ from .facts import body_layout, reads
 from .frame import SUMMARY_FIELDS
 
 NUMBERS = {name: width for name, (_, width) in FIXED.items() if name != "bool"}
+UNFIT = object()        # what ``fitted`` gives for a frame of another layout
 TEXTS = frozenset({"string", "nullable_string", "compact_string", "compact_nullable_string"})
 BLOBS = frozenset({"bytes", "nullable_bytes", "compact_bytes", "compact_nullable_bytes"})
 
@@ -72,6 +73,10 @@ class Shape:
         bytes are the same."""
         return self._structure(raw) == self.structure
 
+    def fitted(self, raw: bytes):
+        """``key(raw)`` where ``raw`` has this layout (see :meth:`fits`), else ``UNFIT``."""
+        return self.key(raw) if self._structure(raw) == self.structure else UNFIT
+
     def _text_key(self, raw: bytes):
         for text in self._texts:
             if not raw[text].isascii():
@@ -90,9 +95,11 @@ class RecordsShape:
         self.head, self.at, self.compact, self.tail = head, at, compact, tail
         self.memo: dict = {}
 
-    def fits(self, raw: bytes) -> bool:
-        """Whether the frame ``raw`` has this layout (and a key: see :meth:`key`)."""
-        return self.key(raw) is not None and self.head.fits(raw)
+    def fitted(self, raw: bytes):
+        """``key(raw)`` where ``raw`` has this layout and a key (see :meth:`key`), else ``UNFIT``: the key
+        computed once (its record count takes a checksum of every batch)."""
+        key = self.key(raw)
+        return key if key is not None and self.head.fits(raw) else UNFIT
 
     def key(self, raw: bytes):
         """The head's key (see ``Shape.key``), the bytes after the set and the set's record count; None

@@ -18,7 +18,7 @@ from .errors import DecodeError
 
 MAX_FRAME_SIZE = 100 * 1024 * 1024   # Kafka's default socket.request.max.bytes
 PREFIX = 4
-_SIZE = struct.Struct(">i")
+SIZE_PREFIX = struct.Struct(">i")      # a frame's size prefix: read one with frame_size, many with its unpack_from
 
 
 class FrameTooLarge(DecodeError):
@@ -36,7 +36,7 @@ class Cut(NamedTuple):
 
 def frame_size(buf, pos: int = 0) -> int:
     """The size prefix at ``pos`` (the frame's length without the prefix)."""
-    return _SIZE.unpack_from(buf, pos)[0]
+    return SIZE_PREFIX.unpack_from(buf, pos)[0]
 
 
 def cut_frames(buf, start: int = 0, end: int | None = None, max_frame_size: int = MAX_FRAME_SIZE) -> Cut:
@@ -44,7 +44,7 @@ def cut_frames(buf, start: int = 0, end: int | None = None, max_frame_size: int 
     size prefix."""
     end = len(buf) if end is None else end
     frames: list[tuple[int, int]] = []
-    unpack = _SIZE.unpack_from
+    unpack = SIZE_PREFIX.unpack_from
     pos = start
     while pos + PREFIX <= end:
         size = unpack(buf, pos)[0]

@@ -10,6 +10,7 @@ import pytest
 
 import kafkalab.capture.bulk as bulk
 import kafkalab.capture.capture as capture_module
+import kafkalab.capture.deferred as deferred_module
 from kafkalab.capture import read_capture
 
 from tests.capture.builders import write_golden_pcap
@@ -86,13 +87,13 @@ def test_frames_and_rows_asked_first_describe_the_deferred_frames(captures):
 
 def test_the_records_table_alone_describes_nothing(tmp_path, monkeypatch):
     calls = []
-    describe = bulk.describe_response
+    describe = deferred_module.describe_deferred
 
-    def counted(*args):
-        calls.append(args[1:])
-        return describe(*args)
+    def counted(indexes, read, columns, extras):
+        calls.extend(indexes)
+        return describe(indexes, read, columns, extras)
 
-    monkeypatch.setattr(bulk, "describe_response", counted)
+    monkeypatch.setattr(bulk, "describe_deferred", counted)
     path = tmp_path / "golden.pcap"
     write_golden_pcap(path, mss=700)
     capture = read_capture(path)
@@ -103,7 +104,7 @@ def test_the_records_table_alone_describes_nothing(tmp_path, monkeypatch):
     assert not capture._store.described
     frames = capture.frames
     assert capture._store.described
-    assert len(calls) == len(deferred)            # each deferred frame described once, when the table was asked
+    assert calls == deferred                      # each deferred frame described once, when the table was asked
     described = frames.iloc[deferred]
     assert set(described["api_key"]) <= {0, 1} and set(described["kind"]) == {"response"}
     assert described["summary"].str.len().min() > 0 and described["api_name"].notna().all()

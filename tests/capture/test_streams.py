@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from kafkalab.capture import read_capture
@@ -79,3 +80,47 @@ def test_bytes_lost_just_before_a_fin_make_the_connection_irregular(tmp_path: Pa
     cap = read_capture(tmp_path / "damaged.pcap")
     assert [f.raw for f in cap] == [request, response]
     assert cap.connections["gaps"].tolist() == [1]
+
+
+def _produce(correlation_id: int, acks: int) -> bytes:
+    body = {"transactional_id": None, "acks": acks, "timeout_ms": 100, "topic_data": []}
+    return encode_request("Produce", 7, body, correlation_id=correlation_id, client_id="p")
+
+
+@pytest.mark.parametrize("case", ["stray response", "answer to acks=0", "clean"])
+def test_the_rule_on_responses_gives_the_same_verdicts_in_pass_1_and_in_decoding(tmp_path: Path, monkeypatch,
+                                                                                  case: str) -> None:
+    """A whole read leaves the rule that every response answers a waiting request to its decoding (each
+    request's header read once); where it fails, pass 1 decides instead. Either way: pass 1's verdicts."""
+    from kafkalab.capture import bulk
+
+    path = tmp_path / "capture.pcap"
+    with TcpPcapWriter(path, mss=1448) as writer:
+        for n in range(2):
+            conn = writer.open_connection(("10.0.0.%d" % (n + 1), 40000), ("10.0.0.9", 9092), 1.0 + n)
+            for cid in range(1, 4):
+                request, response = _heartbeat(cid)
+                writer.send(conn, True, request, 2.0 + cid + n / 10)
+                writer.send(conn, False, response, 2.05 + cid + n / 10)
+            if n == 1 and case == "stray response":
+                writer.send(conn, False, _heartbeat(77)[1], 6.0)        # answers nothing asked
+                writer.send(conn, True, _heartbeat(77)[0], 6.1)
+            if n == 1 and case == "answer to acks=0":
+                writer.send(conn, True, _produce(50, acks=0), 6.0)
+                writer.send(conn, False, _heartbeat(50)[1], 6.1)        # answers it all the same
+            writer.close(conn, 9.0)
+    rows = bulk._rows
+    checked = []
+
+    def counted(*args, answers):
+        checked.append(answers)
+        return rows(*args, answers=answers)
+
+    monkeypatch.setattr(bulk, "_rows", counted)
+    one_pass = read_capture(path)
+    assert checked == ([False, True] if case == "stray response" else [False])
+    monkeypatch.setattr(bulk, "_rows", lambda *args, answers: rows(*args, answers=True))
+    two_passes = read_capture(path)
+    for table in ("frames", "exchanges", "connections"):
+        pd.testing.assert_frame_equal(getattr(one_pass, table), getattr(two_passes, table))
+    assert len(one_pass) == 12 + (2 if case != "clean" else 0)

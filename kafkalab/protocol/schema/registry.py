@@ -1,6 +1,7 @@
 """Where schemas are found: API key <-> name, the spec of each API, and the header specs.
 
-Schema files ship inside the package (``apis/*.json``, ``headers.json``) and are parsed on first use, once.
+Schema files ship inside the package (``apis/*.json``, ``headers.json``) and are parsed on first use, once,
+each API's file when that API is first asked for (a reader of a capture uses a few of the ninety-odd APIs).
 """
 from __future__ import annotations
 
@@ -15,13 +16,27 @@ _PACKAGE = resources.files(__package__)
 
 
 @lru_cache(maxsize=1)
-def _all_apis() -> dict[int, ApiSpec]:
-    specs = {}
+def _files() -> dict:
+    """API key -> its schema file (``apis/000_produce.json``: the key is the name's number, as in
+    :mod:`.api_keys`), ascending."""
+    files = {}
     for entry in _PACKAGE.joinpath("apis").iterdir():
-        if entry.name.endswith(".json"):
-            spec = api_from_json(entry.read_text(encoding="utf-8"))
-            specs[spec.api_key] = spec
-    return dict(sorted(specs.items()))
+        number, _, rest = entry.name.partition("_")
+        if rest.endswith(".json") and number.isdigit():
+            files[int(number)] = entry
+    return dict(sorted(files.items()))
+
+
+@lru_cache(maxsize=None)
+def _api(api_key: int) -> ApiSpec:
+    spec = api_from_json(_files()[api_key].read_text(encoding="utf-8"))
+    if spec.api_key != api_key:
+        raise ValueError(f"schema file {_files()[api_key].name} defines API key {spec.api_key}")
+    return spec
+
+
+def _all_apis() -> dict[int, ApiSpec]:
+    return {key: _api(key) for key in _files()}
 
 
 @lru_cache(maxsize=1)
@@ -31,7 +46,7 @@ def _names() -> dict[str, int]:
 
 def api_keys() -> list[int]:
     """Every API key the schema defines, ascending."""
-    return list(_all_apis())
+    return list(_files())
 
 
 def all_apis() -> list[ApiSpec]:
@@ -41,7 +56,7 @@ def all_apis() -> list[ApiSpec]:
 def resolve_api_key(api: int | str) -> int:
     """An API key from a key or a name ("Produce", "produce", "ProduceRequest")."""
     if isinstance(api, int) and not isinstance(api, bool):
-        if api in _all_apis():
+        if api in _files():
             return api
         raise UnknownApiError(f"unknown API key {api}")
     text = str(api).strip().lower()
@@ -57,12 +72,11 @@ def resolve_api_key(api: int | str) -> int:
 
 
 def api_spec(api: int | str) -> ApiSpec:
-    return _all_apis()[resolve_api_key(api)]
+    return _api(resolve_api_key(api))
 
 
 def api_name(api_key: int) -> str:
-    spec = _all_apis().get(api_key)
-    return spec.name if spec else f"Unknown({api_key})"
+    return _api(api_key).name if api_key in _files() else f"Unknown({api_key})"
 
 
 def message_spec(api: int | str, kind: str, api_version: int) -> MessageSpec:
