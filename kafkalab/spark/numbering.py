@@ -12,8 +12,8 @@ tasks while they are small (``spark.sql.autoBroadcastJoinThreshold``, 10 MB by d
 frames; beyond that its join moves the decode rows, still a few per group, and each group's lookup). The
 Python task that turns a group's batches into rows then gives them global stream and frame numbers and
 microsecond times itself, so Spark takes each table row in once, from Arrow, with no join and no projection
-after it: a join over the table rows had copied every row again (a 250 MB capture's records, on ``local[2]``:
-6.1 s before, 2.2 s after). A table's rows therefore come group by group, each group's in the order the
+after it: a join over the table rows had copied every row again (the JVM's CPU for a 250 MB capture's
+records table on ``local[1]``: 3.8 s with the join, 2.7 s without). A table's rows therefore come group by group, each group's in the order the
 engine gives them (the decode rows are put back in their cached order after the join); ``ordered=True``
 sorts them by frame (one more shuffle of every row, and a sampling pass to cut the ranges), as ``orderBy``
 on the table would.
