@@ -5,13 +5,18 @@ the driver. Frame numbers follow the frames' sort keys: ``(0, order key of the c
 number)`` for frames completed by a packet, ``(1, stream id, local number)`` for those completed only at the
 end of the capture; ``row_number`` over that order, in Spark SQL over narrow key rows, gives the number.
 
-The tables' rows are never shuffled: each decode task's batches of a table become rows where they are
-cached (a Python task gives them global stream ids and microsecond timestamps), and their frame references
-are looked up in the (group, local, global) frame numbers, which Spark broadcasts to those tasks while they
-are small (``spark.sql.autoBroadcastJoinThreshold``, 10 MB by default: some 400,000 frames; beyond that its
-join moves the rows). A table's rows therefore come
-group by group, each group's in the order the engine gives them; ``ordered=True`` sorts them by frame (one
-more shuffle of every row, and a sampling pass to cut the ranges), as ``orderBy`` on the table would.
+The tables' rows are never shuffled, nor joined: the frame numbers are gathered per group into one narrow
+row (the group and an int64 array indexed by local number, :func:`_group_lookup`), which is joined to the
+group's cached decode rows (a few rows of Arrow bytes per group); Spark broadcasts the lookups to those
+tasks while they are small (``spark.sql.autoBroadcastJoinThreshold``, 10 MB by default: some 1.3 million
+frames; beyond that its join moves the decode rows, still a few per group, and each group's lookup). The
+Python task that turns a group's batches into rows then gives them global stream and frame numbers and
+microsecond times itself, so Spark takes each table row in once, from Arrow, with no join and no projection
+after it: a join over the table rows had copied every row again (the JVM's CPU for a 250 MB capture's
+records table on ``local[1]``: 3.8 s with the join, 2.7 s without). A table's rows therefore come group by group, each group's in the order the
+engine gives them (the decode rows are put back in their cached order after the join); ``ordered=True``
+sorts them by frame (one more shuffle of every row, and a sampling pass to cut the ranges), as ``orderBy``
+on the table would.
 """
 from __future__ import annotations
 
@@ -44,17 +49,17 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     keys = decoded.where("kind = 'fkey'").select("g", "data").mapInArrow(_sort_keys(stream_ids), _KEYS)
     numbers = keys.select("g", "local", F.row_number().over(
         Window.orderBy("phase", "a", "b", "pos", "local")).cast("bigint").alias("number"))
-    numbers = numbers.persist(StorageLevel.MEMORY_AND_DISK)
-    numbers.count()                 # cached now: Spark plans the joins below knowing the numbers' real size
+    lookups = numbers.groupBy("g").applyInArrow(_group_lookup, "g bigint, lookup binary")
+    lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
+    lookups.count()                 # cached now: Spark plans the joins below knowing the lookups' real size
     out = {}
     for name in spec.TABLES:
-        rows = decoded.where(f"kind = '{name}'").select("g", "data").mapInArrow(_restream(name, stream_ids),
-                                                                                 _schema(name))
-        for k, column in enumerate(_FRAME_REFERENCES[name]):
-            found = numbers.select(F.col("g").alias(f"_g{k}"), F.col("local").alias(f"_l{k}"),
-                                   F.col("number").alias(f"_n{k}"))
-            rows = (rows.join(found, (F.col("g") == F.col(f"_g{k}")) & (F.col(column) == F.col(f"_l{k}")), "left")
-                    .drop(column, f"_g{k}", f"_l{k}").withColumnRenamed(f"_n{k}", column))
+        blobs = decoded.where(f"kind = '{name}'").select("g", "data")
+        if _FRAME_REFERENCES[name]:
+            blobs = (blobs.withColumn("_piece", F.monotonically_increasing_id())
+                     .join(lookups, "g", "left").sortWithinPartitions("_piece"))
+        keep = ordered and name == "records"
+        rows = blobs.mapInArrow(_numbered(name, stream_ids, keep), _schema(name, keep))
         if merge and name == "connections":
             from .skew import merge_connections
 
@@ -104,53 +109,66 @@ def _sort_keys(stream_ids: dict):
     return keys
 
 
-def _schema(name: str):
-    """The Spark schema of a table's rows as its decode task gave them, with global stream numbers and
-    microsecond times: its columns (frame references still the task's own), records' order in their group
-    and the group."""
+def _group_lookup(key, table):
+    """One group's frame numbers as one row: the group and an array of int64 giving each local frame number's
+    global number (-1: none), as bytes."""
+    import pyarrow as pa
+
+    found = _lookup(table.column("local").to_numpy(), table.column("number").to_numpy())
+    return pa.table({"g": pa.array([key[0].as_py()], pa.int64()), "lookup": pa.array([found.tobytes()], pa.binary())})
+
+
+def _schema(name: str, keep_order: bool = False):
+    """The Spark schema of a table's rows as this stage gives them: its columns (with global numbers and
+    microsecond times), and records' order in their group when asked (``ordered=True`` sorts by it)."""
     from pyspark.sql import types as T
 
     from .pipeline import spark_schema
 
-    extra = [T.StructField("_order", T.LongType())] if name == "records" else []
-    return T.StructType(list(spark_schema(name).fields) + extra + [T.StructField("g", T.LongType())])
+    extra = [T.StructField("_order", T.LongType())] if keep_order else []
+    return T.StructType(list(spark_schema(name).fields) + extra)
 
 
-def _arrow_schema(name: str):
+def _arrow_schema(name: str, keep_order: bool = False):
     import pyarrow as pa
 
     fields = [pa.field(c.name, pa.timestamp("us", tz="UTC") if c.type == "time" else spec.arrow_type(c.type))
               for c in spec.TABLES[name]]
-    fields += [pa.field("_order", pa.int64())] if name == "records" else []
-    return pa.schema(fields + [pa.field("g", pa.int64())])
+    return pa.schema(fields + ([pa.field("_order", pa.int64())] if keep_order else []))
 
 
-def _global_batch(name: str, part, g: int, stream_ids: dict):
-    """One batch of a table with global stream numbers and microsecond times, and its group."""
+def _global_batch(name: str, part, g: int, stream_ids: dict, frames: np.ndarray, keep_order: bool = False):
+    """One batch of a table with global stream and frame numbers (``frames``: the group's lookup, see
+    :func:`_group_lookup`) and microsecond times."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    schema = _arrow_schema(name)
+    schema = _arrow_schema(name, keep_order)
+    references = _FRAME_REFERENCES[name]
     columns = []
     for field in schema:
-        if field.name == "g":
-            columns.append(pa.array(np.full(part.num_rows, g, dtype=np.int64)))
-            continue
         column = part.column(field.name)
         if field.name == "stream":
             column = _mapped(column, stream_ids.get(g, np.zeros(0, np.int64)))
+        elif field.name in references:
+            column = _mapped(column, frames)
         elif pa.types.is_timestamp(field.type):
             column = pc.divide(column, 1000).cast(field.type)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _restream(name: str, stream_ids: dict):
-    """The mapInArrow function giving a table's rows global stream ids and microsecond times."""
-    def restream(batches):
+def _numbered(name: str, stream_ids: dict, keep_order: bool):
+    """The mapInArrow function making a table's rows from its decode rows (with their group's frame lookup
+    when the table refers to frames): global stream and frame numbers, microsecond times."""
+    def numbered(batches):
         from .decode import parts
 
+        empty = np.zeros(0, np.int64)
         for batch in batches:
-            for g, part in zip(batch.column("g").to_pylist(), parts(batch, name)):
-                yield _global_batch(name, part, g, stream_ids)
-    return restream
+            names = batch.schema.names
+            lookups = batch.column("lookup").to_pylist() if "lookup" in names else [None] * batch.num_rows
+            for g, part, lookup in zip(batch.column("g").to_pylist(), parts(batch, name), lookups):
+                frames = empty if lookup is None else np.frombuffer(lookup, dtype=np.int64)
+                yield _global_batch(name, part, g, stream_ids, frames, keep_order)
+    return numbered

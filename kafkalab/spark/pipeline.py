@@ -22,9 +22,10 @@ is Arrow batches, and no payload byte is shuffled):
    again as one task (exact, not parallel).
 5. **Number** (:mod:`.numbering`): stream ids by the order key of each connection's first packet
    (collected: one per connection); frame numbers by ``row_number`` over the frames' sort keys (Spark SQL,
-   narrow rows); each group's batches of a table become rows where they are cached, and a join Spark
-   broadcasts while the numbers are small looks up their frame references. No table row is shuffled, so
-   rows come group by group unless ``ordered=True`` sorts them.
+   narrow rows), gathered into one lookup row per group, which joins the group's cached decode rows (Spark
+   broadcasts it while the numbers are small); the Python task making a group's rows of a table gives them
+   their global numbers. No table row is shuffled or joined, so rows come group by group unless
+   ``ordered=True`` sorts them.
 """
 from __future__ import annotations
 

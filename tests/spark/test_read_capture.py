@@ -192,3 +192,13 @@ def test_frame_numbers_too_many_to_broadcast_are_joined_by_spark_with_the_same_r
         assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
     finally:
         spark_local.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+def test_table_rows_are_made_once_with_no_join_or_projection_over_them(spark_local, hosts_capture):
+    """Frame numbers reach the tables' rows in the Python task that makes them: the join is over the decode
+    tasks' few batch rows, and nothing in the plan sits over the table rows that would copy them again."""
+    spark_capture = read_capture(spark_local, [hosts_capture])
+    for table in TABLES:
+        lines = spark_capture.table(table)._jdf.queryExecution().executedPlan().toString().splitlines()
+        assert lines[1].lstrip("+- ").startswith("MapInArrow numbered"), (table, lines[:3])
+        assert "Join" not in lines[1], table
