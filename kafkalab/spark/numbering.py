@@ -27,10 +27,12 @@ from kafkalab.dissect import columns as spec
 SORT = {"frames": ["frame"], "exchanges": ["request_frame"], "records": ["frame", "_order"], "connections": ["stream"]}
 _FRAME_REFERENCES = {"frames": ["frame", "request_frame", "response_frame"],
                      "exchanges": ["request_frame", "response_frame"], "records": ["frame"], "connections": []}
+ORDER = ("phase", "a", "b", "pos", "local", "g")   # the frames' order; ``g`` only breaks ties, so any rerun agrees
 _KEYS = "g bigint, local bigint, phase bigint, a bigint, b bigint, pos bigint"
 
 
-def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered: bool = False) -> dict:
+def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered: bool = False,
+                    width: int = 1) -> dict:
     """The four tables as DataFrames with global numbers (``decoded``: the decode tasks' rows, see
     :func:`.decode.output_ddl`; ``streams``: (first packet's
     order key, (group, local stream)) for every connection: the ranges of a cut connection share its first
@@ -38,7 +40,6 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     table by frame, or stream for connections)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
-    from pyspark.sql.window import Window
 
     ids = {key: n for n, key in enumerate(sorted({key for key, _ in streams}))}
     by_group: dict[int, dict[int, int]] = {}
@@ -47,11 +48,15 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     stream_ids = {g: _lookup(np.array(list(m), dtype=np.int64), np.array(list(m.values()), dtype=np.int64))
                   for g, m in by_group.items()}
     keys = decoded.where("kind = 'fkey'").select("g", "data").mapInArrow(_sort_keys(stream_ids), _KEYS)
-    numbers = keys.select("g", "local", F.row_number().over(
-        Window.orderBy("phase", "a", "b", "pos", "local")).cast("bigint").alias("number"))
+    keys = keys.persist(StorageLevel.MEMORY_AND_DISK)        # made once: the range sort samples it, then sorts it
+    ranges = max(width, spark.sparkContext.defaultParallelism)
+    ranked = keys.repartitionByRange(ranges, *ORDER).sortWithinPartitions(*ORDER).persist(StorageLevel.MEMORY_AND_DISK)
+    numbers = frame_numbers(ranked).repartition(ranges, "g")     # not spark.sql.shuffle.partitions' 200
     lookups = numbers.groupBy("g").applyInArrow(_group_lookup, "g bigint, lookup binary")
     lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
     lookups.count()                 # cached now: Spark plans the joins below knowing the lookups' real size
+    ranked.unpersist()
+    keys.unpersist()
     out = {}
     for name in spec.TABLES:
         blobs = decoded.where(f"kind = '{name}'").select("g", "data")
@@ -68,6 +73,26 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
             rows = rows.orderBy(*SORT[name])
         out[name] = rows.select(*[F.col(f"`{c.name}`") for c in spec.TABLES[name]])
     return out
+
+
+def frame_numbers(ranked):
+    """Each key row's place in the order of ``ranked`` (key rows sorted over range partitions, persisted so that
+    every scan sees the same partitions) as ``number`` from 1, beside its ``g`` and ``local``. The rows of
+    each partition are counted (one count per partition reaches the driver), the counts summed into each
+    partition's first number, and every row numbered by its partition's first number and its place in the
+    partition, which ``monotonically_increasing_id`` holds in its lower 33 bits: no task sees all the rows,
+    as a window over the whole order would make one do."""
+    from pyspark.sql import functions as F
+
+    part = F.spark_partition_id()
+    counts = dict(ranked.groupBy(part.alias("p")).count().collect())
+    firsts, total = [], 0
+    for p in range(max(counts, default=-1) + 1):
+        firsts.append(total)
+        total += counts.get(p, 0)
+    first = F.element_at(F.array(*[F.lit(n) for n in firsts]), part + 1) if firsts else F.lit(0)
+    place = F.monotonically_increasing_id() - part.cast("bigint") * (1 << 33)
+    return ranked.select("g", "local", (first + place + 1).cast("bigint").alias("number"))
 
 
 def _lookup(local: np.ndarray, number: np.ndarray) -> np.ndarray:

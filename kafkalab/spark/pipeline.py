@@ -168,7 +168,7 @@ def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_byte
     aliases = {(c["rank"], c["start"], c["pos"] - POS_STEP + 1): c["first"] for found in cuts.values() for c in found}
     streams = [(aliases.get(key, key), (g, s["local"])) for g, s in facts["stream"]
                for key in [(s["rank"], s["start"], s["pos"])]]
-    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases), ordered=ordered)
+    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases), ordered=ordered, width=width)
     index.unpersist()
     return SparkCapture(tables["frames"], tables["exchanges"], tables["records"], tables["connections"],
                         capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()})
