@@ -3,7 +3,14 @@
 Stream ids follow each connection's first packet: one small fact per connection, collected and numbered on
 the driver. Frame numbers follow the frames' sort keys: ``(0, order key of the completing packet, local
 number)`` for frames completed by a packet, ``(1, stream id, local number)`` for those completed only at the
-end of the capture; ``row_number`` over that order, in Spark SQL over narrow key rows, gives the number.
+end of the capture, then the group (a tiebreak only: the order is total, so a recomputed sort agrees). The
+narrow key rows are sorted over range partitions (as many as decode tasks, at least one per core) and cached;
+each partition's rows are counted, only those counts reach the driver (one number per partition, however
+many frames), and a row's number is its partition's first number plus its place in the partition, in Spark
+SQL (:func:`frame_numbers`). A window over the whole order gave the same numbers but moved every key row to
+one task and counted them there: serial for a chatty capture's tens of millions of frames. The parallel way
+costs a fixed two more small jobs (the sort's sampling, the counts): on a 50 MB chatty capture (92,000
+frames, ``local[2]``) the step took 1.5-1.9 s instead of 1.0-1.1 s.
 
 The tables' rows are never shuffled, nor joined: the frame numbers are gathered per group into one narrow
 row (the group and an int64 array indexed by local number, :func:`_group_lookup`), which is joined to the
@@ -37,7 +44,8 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     :func:`.decode.output_ddl`; ``streams``: (first packet's
     order key, (group, local stream)) for every connection: the ranges of a cut connection share its first
     packet's key; ``merge``: there are such ranges, whose connection rows are merged; ``ordered``: sort each
-    table by frame, or stream for connections)."""
+    table by frame, or stream for connections; ``width``: the decode tasks, as many ranges as the frames'
+    keys are sorted over, with one per core at least)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
