@@ -9,8 +9,10 @@ each partition's rows are counted, only those counts reach the driver (one numbe
 many frames), and a row's number is its partition's first number plus its place in the partition, in Spark
 SQL (:func:`frame_numbers`). A window over the whole order gave the same numbers but moved every key row to
 one task and counted them there: serial for a chatty capture's tens of millions of frames. The parallel way
-costs a fixed two more small jobs (the sort's sampling, the counts): on a 50 MB chatty capture (92,000
-frames, ``local[2]``) the step took 1.5-1.9 s instead of 1.0-1.1 s.
+costs two more jobs (the sort's sampling, the counts) and more CPU on two cores, where one task had been
+enough: on ``local[2]`` the step took 1.4-1.5 s wall and 2.1-2.5 s CPU instead of 1.0-1.1 s and 1.4-1.5 s on
+a 50 MB chatty capture (92,000 frames), 3.9-4.2 s and 7.2-7.5 s instead of 2.8 s and 3.5 s on a 500 MB one
+(913,000 frames); what it buys is a step that spreads over a cluster's cores as the frames grow.
 
 The tables' rows are never shuffled, nor joined: the frame numbers are gathered per group into one narrow
 row (the group and an int64 array indexed by local number, :func:`_group_lookup`), which is joined to the
@@ -56,7 +58,7 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     stream_ids = {g: _lookup(np.array(list(m), dtype=np.int64), np.array(list(m.values()), dtype=np.int64))
                   for g, m in by_group.items()}
     keys = decoded.where("kind = 'fkey'").select("g", "data").mapInArrow(_sort_keys(stream_ids), _KEYS)
-    keys = keys.persist(StorageLevel.MEMORY_AND_DISK)        # made once: the range sort samples it, then sorts it
+    # not cached: the range sort's sampling pass makes the keys again, which costs less than caching them
     ranges = max(width, spark.sparkContext.defaultParallelism)
     ranked = keys.repartitionByRange(ranges, *ORDER).sortWithinPartitions(*ORDER).persist(StorageLevel.MEMORY_AND_DISK)
     numbers = frame_numbers(ranked).repartition(ranges, "g")     # not spark.sql.shuffle.partitions' 200
@@ -64,7 +66,6 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
     lookups.count()                 # cached now: Spark plans the joins below knowing the lookups' real size
     ranked.unpersist()
-    keys.unpersist()
     out = {}
     for name in spec.TABLES:
         blobs = decoded.where(f"kind = '{name}'").select("g", "data")
