@@ -36,7 +36,7 @@ from kafkalab.dissect import columns as spec
 SORT = {"frames": ["frame"], "exchanges": ["request_frame"], "records": ["frame", "_order"], "connections": ["stream"]}
 _FRAME_REFERENCES = {"frames": ["frame", "request_frame", "response_frame"],
                      "exchanges": ["request_frame", "response_frame"], "records": ["frame"], "connections": []}
-ORDER = ("phase", "a", "b", "pos", "local", "g")   # the frames' order; ``g`` only breaks ties, so any rerun agrees
+ORDER = ("phase", "a", "b", "pos", "local", "g")   # the frames' order; ``g`` breaks ties: any rerun agrees
 _KEYS = "g bigint, local bigint, phase bigint, a bigint, b bigint, pos bigint"
 
 
@@ -60,7 +60,8 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     keys = decoded.where("kind = 'fkey'").select("g", "data").mapInArrow(_sort_keys(stream_ids), _KEYS)
     # not cached: the range sort's sampling pass makes the keys again, which costs less than caching them
     ranges = max(width, spark.sparkContext.defaultParallelism)
-    ranked = keys.repartitionByRange(ranges, *ORDER).sortWithinPartitions(*ORDER).persist(StorageLevel.MEMORY_AND_DISK)
+    ranked = keys.repartitionByRange(ranges, *ORDER).sortWithinPartitions(*ORDER)
+    ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)       # every scan of it sees the same partitions
     numbers = frame_numbers(ranked).repartition(ranges, "g")     # not spark.sql.shuffle.partitions' 200
     lookups = numbers.groupBy("g").applyInArrow(_group_lookup, "g bigint, lookup binary")
     lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
