@@ -18,7 +18,6 @@ file, so nothing here ever has to be right about those cases.
 from __future__ import annotations
 
 import socket
-import struct
 from array import array
 from itertools import chain
 from typing import Iterable
@@ -37,9 +36,8 @@ from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FR
                           FrameStore, HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
 from .segments import span_bytes, span_head
-from .streams import REQUEST_HEAD, Conn, Waiting, connection_row
+from .streams import CORRELATION, REQUEST_HEAD, Conn, Waiting, connection_row
 
-_SIZE = struct.Struct(">i")
 
 
 def read_bulk(source, ports: Iterable[int] | None = None):
@@ -150,13 +148,12 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     inferred_at: list[int] = []
     deferred: list[int] = []                    # rows whose describing waits (see ``defer``)
     latencies: dict[float, float] = {}          # seconds between request and response -> latency_ms
-    topic_lists: dict[int, tuple] = {}          # see _listed
     no_notes: list = []                         # the diagnostics of every row described by a memo: one list
     count = 0
     index = 0                                   # next row
     request, request_parts = decoding.request, decoding.request_parts
     response, response_parts = decoding.response, decoding.response_parts
-    unpack_from = _SIZE.unpack_from
+    unpack_from = CORRELATION.unpack_from
     from kafkalab.pcap.index import WINDOW, release
 
     view = memoryview(data)
@@ -164,6 +161,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     seen_request, seen_response = repeats.request, repeats.response
     remember_request, remember_response = repeats.remember_request, repeats.remember_response
+    topics_list = repeats.topics_list
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
     if not checked:                             # pass 1 left the rule on responses to this pass (see _rows)
         for conn in conns:
@@ -219,8 +217,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             if seen is not None:                # described as a request seen before (but for offsets...)
                 (api_key, api_name, version, code, error, topics, records, summary, answered, correlation_id,
                  client_id, size) = seen
-                listed = topic_lists.get(id(topics))
-                topics = (listed or _listed(topic_lists, topics))[1]
+                topics = topics_list(topics)
                 notes, message, keep, topic_ids = no_notes, None, False, None
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
@@ -277,8 +274,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 if seen is not None:
                     parts = True
                     _, api_name, _, code, error, topics, records, summary, _, _, _, size = seen
-                    listed = topic_lists.get(id(topics))
-                    topics = (listed or _listed(topic_lists, topics))[1]
+                    topics = topics_list(topics)
                     notes, message, keep, topic_ids = no_notes, None, False, None
                 elif raw is None:               # deferred: described when asked (see .deferred)
                     parts = True
@@ -375,18 +371,9 @@ def _correlation_id(data, where: tuple) -> int:
     (-1 when the frame is shorter than its header)."""
     if len(where) == 2:
         start, end = where
-        return _SIZE.unpack_from(data, start + 4)[0] if end - start >= 8 else -1
+        return CORRELATION.unpack_from(data, start + 4)[0] if end - start >= 8 else -1
     buffer, at = span_head(data, where, 8)
-    return _SIZE.unpack_from(buffer, at + 4)[0] if len(buffer) - at >= 8 else -1
-
-
-def _listed(lists: dict[int, tuple], topics: tuple) -> tuple:
-    """(``topics``, a list of them) in ``lists`` by the id of ``topics`` (a remembered description's, see
-    :mod:`kafkalab.dissect.repeats`): the rows it describes share one list in the row columns (a Frame
-    made of a row gets its own copy), which the frames table shares again without looking at its items
-    (see :func:`kafkalab.dissect.columns.shared_lists`). The tuple is kept with it, so its id stays its own."""
-    listed = lists[id(topics)] = (topics, list(topics))
-    return listed
+    return CORRELATION.unpack_from(buffer, at + 4)[0] if len(buffer) - at >= 8 else -1
 
 
 def _ip_name(value: int, names: dict[int, str]) -> str:

@@ -36,7 +36,6 @@ def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> 
     others by :func:`describe_response`."""
     repeats = Repeats()
     seen_response = repeats.response
-    topic_lists: dict[int, tuple] = {}          # as the rows stage shares them (see bulk._listed)
     no_notes: list = []                         # and its rows' empty diagnostics
     api_keys, versions = columns["api_key"], columns["api_version"]
     names, correlation_ids, sizes, codes, errors, topics, record_counts, summaries, diagnostics = (
@@ -50,10 +49,7 @@ def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> 
         if seen is not None:
             (_, names[i], _, codes[i], errors[i], seen_topics, record_counts[i], summaries[i], _, correlation_ids[i],
              _, sizes[i]) = seen
-            listed = topic_lists.get(id(seen_topics))
-            if listed is None:
-                listed = topic_lists[id(seen_topics)] = (seen_topics, list(seen_topics))
-            topics[i], diagnostics[i] = listed[1], no_notes
+            topics[i], diagnostics[i] = repeats.topics_list(seen_topics), no_notes
             continue
         (names[i], correlation_ids[i], sizes[i], codes[i], errors[i], topics[i], record_counts[i], summaries[i],
          diagnostics[i], topic_ids, message) = describe_response(raw, api_key, version, repeats)

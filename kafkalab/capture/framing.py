@@ -20,16 +20,14 @@ back every frame behind it): the buffer after the candidate is looked at once pe
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
 from kafkalab.protocol.framing import MAX_FRAME_SIZE as MAX_FRAME
-from kafkalab.protocol.framing import cut_frames
+from kafkalab.protocol.framing import SIZE_PREFIX, cut_frames
 
 MAX_UNSYNCED = 4 << 20              # scan window while looking for a frame start
 LOOKAHEAD = 64 << 10                # how far past a waiting candidate a whole frame is looked for
-_SIZE = struct.Struct(">i")
 
 
 @dataclass(slots=True)
@@ -213,7 +211,7 @@ class FrameCutter:
     def _whole_frame_after(self, candidate: int) -> int | None:
         """A position after ``candidate`` (which waits for bytes) where a whole frame is buffered and
         plausible, or None (see the module docstring)."""
-        buf, base, unpack = self._buf, self._offset, _SIZE.unpack_from
+        buf, base, unpack = self._buf, self._offset, SIZE_PREFIX.unpack_from
         waiting_for, upto, starts = self._ahead
         if waiting_for != base + candidate:
             waiting_for, upto, starts = base + candidate, base + candidate + 1, []

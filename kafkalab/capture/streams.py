@@ -43,12 +43,13 @@ import numpy as np
 
 from kafkalab.pcap import endpoint
 from kafkalab.protocol.correlation import Asked
+from kafkalab.protocol.framing import SIZE_PREFIX
 
 from .regularity import NEVER, Carried, stable_order
 from .segments import Direction, span_head
 
 REQUEST_HEAD = struct.Struct(">hhi")          # api_key, api_version, correlation_id
-_CORRELATION = struct.Struct(">i")
+CORRELATION = struct.Struct(">i")            # a response's correlation id, after its size
 _POSITION = itemgetter(0)
 MAX_WAITING = 4096          # requests remembered per connection; a response to a forgotten one: general path
 
@@ -221,8 +222,8 @@ class Streams:
         not regular: such a response may have to wait for the connection's next request to be read (see
         ``KafkaSession._hold_unpaired``), which the general path does."""
         waiting_of = self._waiting
-        request_head, correlation = REQUEST_HEAD.unpack_from, _CORRELATION.unpack_from
-        size_of = _CORRELATION.unpack_from
+        request_head, correlation = REQUEST_HEAD.unpack_from, CORRELATION.unpack_from
+        size_of = SIZE_PREFIX.unpack_from
         skip = set(np.nonzero(bad)[0].tolist())         # connections found irregular (a set: read per frame)
         for frame in islice(frames, start, None):
             conn = frame[1]

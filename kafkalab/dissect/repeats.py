@@ -47,7 +47,7 @@ _RECORD_COUNT = DESCRIPTION.index("record_count")
 class Repeats:
     """The shapes and descriptions remembered while reading one capture."""
 
-    __slots__ = ("requests", "responses", "carrying", "entries", "learnt", "client_ids")
+    __slots__ = ("requests", "responses", "carrying", "entries", "learnt", "client_ids", "_lists")
 
     def __init__(self) -> None:
         #: a request's first 8 bytes and its client id's length -> (where its client id ends or 0 for none,
@@ -60,6 +60,17 @@ class Repeats:
         self.entries = 0
         self.learnt = 0
         self.client_ids: dict[bytes, str] = {}      # a client id's bytes -> the one string for all its frames
+        self._lists: dict[int, tuple] = {}          # see topics_list
+
+    def topics_list(self, topics: tuple) -> list:
+        """The one list of a remembered description's ``topics``: the rows it describes share it in the row
+        columns (a Frame made of a row gets its own copy), and the frames table shares it again without
+        reading its items (see :func:`kafkalab.dissect.columns.shared_lists`). Kept by the tuple's id, with
+        the tuple, so the id stays its own."""
+        listed = self._lists.get(id(topics))
+        if listed is None:
+            listed = self._lists[id(topics)] = (topics, list(topics))
+        return listed[1]
 
     def request(self, raw: bytes) -> tuple | None:
         """The description of the request ``raw`` (a whole frame) and its (correlation_id, client_id, size),
@@ -68,12 +79,7 @@ class Repeats:
         seen = None
         known = self.requests.get(raw[:8] + raw[12:14])
         if known is not None and len(raw) == known[1]:
-            for shape in known[2]:              # (what _seen does, without a call: most frames come here)
-                key = shape.key(raw)
-                if key is not None:
-                    seen = shape.memo.get(key)
-                    if seen is not None:
-                        break
+            seen = _seen(known[2], raw)
         if seen is None:
             known = self.carrying.get(raw[4:8] + raw[12:14])     # of any size: frames carrying records
             if known is None:

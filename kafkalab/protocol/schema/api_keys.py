@@ -11,16 +11,22 @@ from enum import IntEnum
 from importlib import resources
 
 
-def _from_schema_files() -> list[tuple[str, int]]:
-    members = []
+def schema_files() -> dict[int, object]:
+    """API key -> its schema file, ascending: the key is the file name's number (``apis/000_produce.json``)."""
+    files = {}
     for entry in resources.files(__package__).joinpath("apis").iterdir():
         stem, _, suffix = entry.name.partition(".")
         number, _, snake = stem.partition("_")
         if suffix == "json" and number.isdigit():
-            members.append((snake.upper(), int(number)))
-    return sorted(members, key=lambda member: member[1])
+            files[int(number)] = entry
+    return dict(sorted(files.items()))
 
 
-ApiKey = IntEnum("ApiKey", _from_schema_files(), module=__name__)
+def _members() -> list[tuple[str, int]]:
+    """(``PRODUCE``, 0) for each schema file: the name's words after the number."""
+    return [(entry.name.partition(".")[0].partition("_")[2].upper(), key) for key, entry in schema_files().items()]
+
+
+ApiKey = IntEnum("ApiKey", _members(), module=__name__)
 
 __all__ = ["ApiKey"]

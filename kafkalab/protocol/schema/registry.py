@@ -10,6 +10,7 @@ from functools import lru_cache
 from importlib import resources
 
 from ..errors import UnknownApiError, UnsupportedVersionError
+from .api_keys import schema_files
 from .model import ApiSpec, MessageSpec, api_from_json, message_from_data
 
 _PACKAGE = resources.files(__package__)
@@ -17,14 +18,8 @@ _PACKAGE = resources.files(__package__)
 
 @lru_cache(maxsize=1)
 def _files() -> dict:
-    """API key -> its schema file (``apis/000_produce.json``: the key is the name's number, as in
-    :mod:`.api_keys`), ascending."""
-    files = {}
-    for entry in _PACKAGE.joinpath("apis").iterdir():
-        number, _, rest = entry.name.partition("_")
-        if rest.endswith(".json") and number.isdigit():
-            files[int(number)] = entry
-    return dict(sorted(files.items()))
+    """API key -> its schema file (see :func:`.api_keys.schema_files`), listed once."""
+    return schema_files()
 
 
 @lru_cache(maxsize=None)
