@@ -8,8 +8,9 @@ sequence, so the two kinds interleave exactly as in a single general run. At eac
 rows made so far to its reader: :func:`read_bulk` keeps them all (a :class:`FrameStore`: the frames table,
 each frame's place in the file and the few objects that cannot be made again; Frame objects are made on
 first access), :class:`.engine.FrameStream` turns them into Frames and lets them go. :func:`read_bulk`
-also leaves most Produce and Fetch responses undescribed (not even copied out of the file) until the frames
-table, a row or a Frame is asked for (see :mod:`.deferred`): the records table never needs them described.
+also leaves most Produce requests and Produce and Fetch responses undescribed (the responses not even copied
+out of the file) until the frames table, a row or a Frame is asked for (see :mod:`.deferred`): the records
+table never needs them described.
 
 When the engine declines a file (gzip, a file object, IPv6 or VLAN-tagged TCP, IP fragments, a damaged
 file, a connection reusing a 5-tuple), :func:`read_bulk` returns None and the general pipeline reads the
@@ -30,12 +31,12 @@ from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
 from .analyzer import Analyzer
-from .deferred import deferrable, describe_deferred
+from .deferred import WAITING_HEAD, deferrable, describe_deferred, waiting_request
 from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes,
                           FrameStore, HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
-from .segments import span_bytes, span_head
+from .segments import span_bytes, span_head, span_prefix
 from .streams import CORRELATION, REQUEST_HEAD, Conn, Waiting, connection_row
 
 
@@ -115,8 +116,9 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     pairing ones, see :data:`.frame_store.PAIRING`, left empty), then the row count at each window's end
     (a streaming reader takes the rows and clears the columns).
     With ``defer``, the paired Produce and Fetch responses whose description cannot depend on the capture's
-    topic names (see :func:`.deferred.deferrable`) are cut and paired but not decoded nor described: their described
-    columns stay None, to be filled by :func:`.deferred.describe_deferred` when something asks for them (see
+    topic names (see :func:`.deferred.deferrable`), and the Produce requests that expect a response and whose
+    description cannot depend on them either (see :func:`.deferred.waiting_request`), are cut and paired but
+    not decoded nor described (only the requests' headers and acks are read): their described columns stay None, to be filled by :func:`.deferred.describe_deferred` when something asks for them (see
     :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
     With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes, places): the
     frames table's values column by column (the row layout, R_FRAME to R_OFFSET, each value appended to its
@@ -197,7 +199,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             continue
         if len(frame) == 6:
             i, conn, side, offset, start, end = frame
-            raw = data[start:end] if not defer or side == conn.client else None    # None: copied when needed
+            raw = data[start:end] if not defer else None        # None: copied when needed (see below)
             where = None if placed else (start, end)
             add_start(start)
             add_end(end)
@@ -207,14 +209,27 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         else:
             i, conn, side, offset, _, _, where = frame
             start = -1                          # not one range: its bytes are at ``where``
-            raw = span_bytes(view, where) if not defer or side == conn.client else None
+            raw = span_bytes(view, where) if not defer else None
             add_start(-1)
             add_end(-1)
         ts = ts_ns[i] / 1e9
         count += 1
         if side == conn.client:
-            seen = seen_request(raw)
-            if seen is not None:                # described as a request seen before (but for offsets...)
+            waits = None
+            if raw is None:                     # its header first: a request that waits is never copied
+                if start >= 0:
+                    head, length = data[start:start + WAITING_HEAD], end - start
+                else:
+                    head, length = span_prefix(view, where, WAITING_HEAD)
+                waits = waiting_request(head, length)
+                if waits is None:
+                    raw = data[start:end] if start >= 0 else span_bytes(view, where)
+            if waits is not None:               # described when asked (see .deferred)
+                api_key, version, correlation_id, client_id = waits
+                api_name = code = error = topics = records = summary = notes = topic_ids = None
+                message, keep, answered, size = None, False, True, length - 4
+                deferred.append(index)
+            elif (seen := seen_request(raw)) is not None:                # described as a request seen before (but for offsets...)
                 (api_key, api_name, version, code, error, topics, records, summary, answered, correlation_id,
                  client_id, size) = seen
                 topics = topics_list(topics)

@@ -1,12 +1,14 @@
-"""The describing that waits: paired Produce and Fetch responses the rows stage (:mod:`.bulk`) cuts and pairs
-but leaves undescribed until the frames table, a row or a Frame is asked for (the records table never needs
-them described: see :meth:`.frame_store.FrameStore.defer`).
+"""The describing that waits: Produce requests and paired Produce and Fetch responses the rows stage
+(:mod:`.bulk`) cuts and pairs but leaves undescribed until the frames table, a row or a Frame is asked for
+(the records table never needs them described: see :meth:`.frame_store.FrameStore.defer`). They are most of
+a capture's bytes; a read that only wants records (or exchanges' timing) skips decoding their bodies twice.
 
-Owns: which responses may wait (:func:`deferrable`) and their describing, all at once when first needed
-(:func:`describe_deferred`), into the same values the rows stage would have given them.
+Owns: which frames may wait (:func:`deferrable`, :func:`waiting_request`) and their describing, all at once
+when first needed (:func:`describe_deferred`), into the same values the rows stage would have given them.
 """
 from __future__ import annotations
 
+import struct
 from functools import lru_cache
 
 from kafkalab.dissect import decoding
@@ -14,6 +16,8 @@ from kafkalab.dissect.facts import uses_topic_ids
 from kafkalab.dissect.frame import describe, describe_body
 from kafkalab.dissect.records_table import APIS as RECORDS_APIS
 from kafkalab.dissect.repeats import MEMO_BYTES, Repeats
+from kafkalab.protocol import ApiKey
+from kafkalab.protocol.schema.registry import message_spec
 
 from .session import _KEEP_MESSAGES
 
@@ -28,6 +32,84 @@ def deferrable(api_key: int, version: int) -> bool:
     return api_key in RECORDS_APIS and not uses_topic_ids(api_key, "response", version)
 
 
+PRODUCE = int(ApiKey.PRODUCE)
+_INT16 = struct.Struct(">h")
+
+
+@lru_cache(maxsize=None)
+def _before_acks(version: int) -> tuple | None:
+    """How a Produce request body at ``version`` reaches its ``acks`` (what :func:`waiting_request` reads):
+    (flexible, the number of string fields before it), from the message's schema; None where anything else
+    comes first or the version has topic ids (its description depends on the topic names learnt so far)."""
+    if uses_topic_ids(PRODUCE, "request", version):
+        return None
+    try:
+        spec = message_spec(PRODUCE, "request", version)
+    except (KeyError, ValueError):
+        return None
+    strings = 0
+    for field in spec.fields:
+        if field.name == "acks":
+            return spec.is_flexible(version), strings
+        if not (field.versions[0] <= version <= field.versions[1]):
+            continue
+        if field.type != "string" or field.tagged:
+            return None
+        strings += 1
+    return None
+
+
+WAITING_HEAD = 256      # the bytes read of a request to tell whether it waits (its header, up to acks)
+#: the shortest request that waits: a small one costs less to describe now (often from the memo, see
+#: kafkalab.dissect.repeats) than to read back later (a chatty capture's 1.5 kB Produce requests: 2% slower)
+WAITING_BYTES = 4096
+
+
+def waiting_request(head: bytes, frame_length: int) -> tuple | None:
+    """(api_key, api_version, correlation_id, client_id) of a request whose describing may wait: a Produce
+    request of a version without topic ids, with a usual header (see :func:`kafkalab.dissect.decoding.request_head`)
+    and acks other than 0, so that it expects a response whatever its body holds (see
+    :func:`kafkalab.protocol.correlation.expects_response`: the rows stage pairs by that before describing).
+    ``head`` is the frame's first ``WAITING_HEAD`` bytes (all of it if shorter), so that the frame itself is
+    never copied out of the file. None for any other frame, and where ``head`` ends before acks: the rows
+    stage describes it at once, as it does a request shorter than ``WAITING_BYTES``."""
+    raw = head
+    if frame_length < WAITING_BYTES or len(raw) < 14 or raw[4:6] != b"\x00\x00":    # the common refusals first
+        return None
+    head = decoding.request_head(raw, frame_length)
+    if head is None:
+        return None
+    api_key, version, correlation_id, client_id, pos, _ = head
+    way = _before_acks(version)
+    if way is None:
+        return None
+    flexible, strings = way
+    n = len(raw)
+    for _ in range(strings):                    # nullable strings: a length, -1 or 0 for null
+        if flexible:
+            length, shift = 0, 0
+            while True:
+                if pos >= n or shift > 28:
+                    return None
+                byte = raw[pos]
+                pos += 1
+                length |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80:
+                    break
+            length -= 1
+        else:
+            if pos + 2 > n:
+                return None
+            length = _INT16.unpack_from(raw, pos)[0]
+            pos += 2
+        if length > 0:
+            pos += length
+    if pos + 2 > n or _INT16.unpack_from(raw, pos)[0] == 0:
+        return None
+    return api_key, version, correlation_id, client_id
+
+
 def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> None:
     """Fill the described columns (frames table names -> lists, as :class:`.frame_store.FrameStore` holds
     them) of the deferred responses at row ``indexes``, whose bytes ``read(index)`` gives, and ``extras``
@@ -37,7 +119,7 @@ def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> 
     repeats = Repeats()
     seen_response = repeats.response
     no_notes: list = []                         # and its rows' empty diagnostics
-    api_keys, versions = columns["api_key"], columns["api_version"]
+    api_keys, versions, kinds = columns["api_key"], columns["api_version"], columns["kind"]
     names, correlation_ids, sizes, codes, errors, topics, record_counts, summaries, diagnostics = (
         columns["api_name"], columns["correlation_id"], columns["size"], columns["error_code"],
         columns["error"], columns["topics"], columns["record_count"], columns["summary"],
@@ -45,6 +127,18 @@ def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> 
     for i in indexes:
         raw = read(i)
         api_key, version = api_keys[i], versions[i]
+        if kinds[i] == "request":
+            seen = repeats.request(raw)
+            if seen is not None:
+                (_, names[i], _, codes[i], errors[i], seen_topics, record_counts[i], summaries[i], _, _, _,
+                 _) = seen
+                topics[i], diagnostics[i] = repeats.topics_list(seen_topics), no_notes
+                continue
+            (names[i], codes[i], errors[i], topics[i], record_counts[i], summaries[i], diagnostics[i], topic_ids,
+             message) = describe_request(raw, repeats)
+            if message is not None or topic_ids is not None:
+                extras[i] = (message, topic_ids)
+            continue
         seen = seen_response(raw, api_key, version)
         if seen is not None:
             (_, names[i], _, codes[i], errors[i], seen_topics, record_counts[i], summaries[i], _, correlation_ids[i],
@@ -55,6 +149,26 @@ def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> 
          diagnostics[i], topic_ids, message) = describe_response(raw, api_key, version, repeats)
         if message is not None or topic_ids is not None:
             extras[i] = (message, topic_ids)
+
+
+def describe_request(raw: bytes, repeats: Repeats) -> tuple:
+    """The described values of a request whose describing was deferred (see :func:`waiting_request`), as the
+    rows stage describes one: (api_name, error_code, error, topics, record_count, summary, diagnostics,
+    topic_ids, message kept or None), for a request ``repeats`` (the descriptions remembered so far) does not
+    know; remembered there where it may be."""
+    parts = decoding.request_parts(raw)
+    if parts is not None:
+        api_key, api_name, version, _, _, body, size, _, _ = parts
+        topics, code, error, records, notes, summary, topic_ids = describe_body(
+            api_key, api_name, version, "request", body, None, None)
+        if size <= MEMO_BYTES or records:
+            repeats.remember_request(raw, (api_key, api_name, version, code, error, tuple(topics), records, summary,
+                                           True), notes)
+        return api_name, code, error, topics, records, summary, notes, topic_ids, None
+    message = decoding.request(raw)
+    keep = message.api_key in _KEEP_MESSAGES or message.body is None
+    topics, code, error, records, notes, summary, topic_ids = describe(message, None, not keep)
+    return message.api_name, code, error, topics, records, summary, notes, topic_ids, message if keep else None
 
 
 def describe_response(raw: bytes, api_key: int, version: int, repeats: Repeats | None = None) -> tuple:

@@ -115,6 +115,17 @@ def span_bytes(view: memoryview, span: tuple) -> bytes:
     return b"".join([view[a:b] for a, b in span_ranges(span)])
 
 
+def span_prefix(view: memoryview, span: tuple, size: int) -> tuple[bytes, int]:
+    """(the first ``size`` bytes, the whole length) of a frame that spans segments: a look at its header
+    that copies no more than that."""
+    parts, length = [], 0
+    for a, b in span_ranges(span):
+        if length < size:
+            parts.append(view[a:min(b, a + size - length)])
+        length += b - a
+    return b"".join(parts), length
+
+
 def span_head(data, span: tuple, size: int):
     """(buffer, offset) where the first ``size`` bytes of a frame that spans segments can be read: the file
     itself when its first segment holds them (no copy), else the frame's bytes joined."""

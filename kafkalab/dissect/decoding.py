@@ -98,15 +98,16 @@ def _fast_request(raw: bytes) -> Request | None:
     return message
 
 
-def request_head(raw: bytes) -> tuple | None:
+def request_head(raw: bytes, frame_length: int | None = None) -> tuple | None:
     """(api_key, api_version, correlation_id, client_id, where the body starts, plan) of the request in
-    ``raw`` (a whole frame) whose header is the usual shape (its size prefix right, a known API and version,
-    no header tagged fields); None for anything else (the codec's own entry points decide those)."""
+    ``raw`` (a whole frame, or its first bytes when ``frame_length`` says how long the frame is) whose header
+    is the usual shape (its size prefix right, a known API and version, no header tagged fields); None for
+    anything else (the codec's own entry points decide those), or a header longer than the bytes given."""
     n = len(raw)
     if n < 14:
         return None
     size, api_key, api_version, correlation_id, length = _REQUEST_HEAD.unpack_from(raw, 0)
-    if size != n - 4:
+    if size != (n if frame_length is None else frame_length) - 4:
         return None
     plan = _PLANS.get((api_key, "request", api_version), False)
     if plan is False:

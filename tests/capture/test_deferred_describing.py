@@ -1,5 +1,5 @@
-"""Deferred describing (``FrameStore.defer``): a capture file read whole leaves its Produce and Fetch responses
-undescribed until something asks for their described columns. The records table must not describe them, and
+"""Deferred describing (``FrameStore.defer``): a capture file read whole leaves its Produce requests (those
+expecting a response) and its Produce and Fetch responses undescribed until something asks for their described columns. The records table must not describe them, and
 every table (frames, exchanges, records, connections), Frame and row must be the same whatever is asked first."""
 from __future__ import annotations
 
@@ -35,6 +35,12 @@ def _tables(capture, order):
 def _frames(capture):
     return [(f.row(), f.raw, f.stream_offset, f.topic_ids, f.body, f.inferred, f.message.diagnostics)
             for f in capture]
+
+
+@pytest.fixture(autouse=True)
+def every_produce_request_waits(monkeypatch):
+    """The test captures' Produce requests are short: here they wait all the same (see WAITING_BYTES)."""
+    monkeypatch.setattr(deferred_module, "WAITING_BYTES", 0)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +112,52 @@ def test_the_records_table_alone_describes_nothing(tmp_path, monkeypatch):
     assert capture._store.described
     assert calls == deferred                      # each deferred frame described once, when the table was asked
     described = frames.iloc[deferred]
-    assert set(described["api_key"]) <= {0, 1} and set(described["kind"]) == {"response"}
+    assert set(described["api_key"]) <= {0, 1} and set(described["kind"]) == {"request", "response"}
+    assert set(described[described["kind"] == "request"]["api_key"]) == {0}        # Produce requests only
     assert described["summary"].str.len().min() > 0 and described["api_name"].notna().all()
     capture.exchanges
     assert len(calls) == len(deferred)
+
+
+def _long(raw: bytes) -> tuple[bytes, int]:
+    """The head and length of ``raw`` as if its body went on for ``WAITING_BYTES`` more (all that is read of
+    it is its head, with the size prefix saying so)."""
+    length = deferred_module.WAITING_BYTES + len(raw)
+    return (length - 4).to_bytes(4, "big") + raw[4:deferred_module.WAITING_HEAD], length
+
+
+def _produce(version: int, acks: int, transactional_id) -> bytes:
+    from kafkalab.protocol import encode_request
+
+    body = {"transactional_id": transactional_id, "acks": acks, "timeout_ms": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": None}]}]}
+    return encode_request("Produce", version, body, correlation_id=7, client_id="c")
+
+
+@pytest.mark.parametrize("version", [0, 3, 8, 9, 12])
+@pytest.mark.parametrize("transactional_id", [None, "", "tx-1", "x" * 300])
+def test_a_produce_request_waits_only_when_it_expects_a_response(version, transactional_id, monkeypatch):
+    """The rows stage pairs by acks before describing: a request waits only where its acks, read from the
+    header's first bytes through the nullable transactional id (plain or compact by version), is not 0."""
+    from kafkalab.protocol import decode_request
+
+    monkeypatch.setattr(deferred_module, "WAITING_BYTES", 4096)
+    assert deferred_module.waiting_request(*_long(_produce(version, 1, None))) is not None
+    raw = _produce(version, 1, None)
+    assert deferred_module.waiting_request(raw, len(raw)) is None          # short: described at once
+    monkeypatch.setattr(deferred_module, "WAITING_BYTES", 0)
+    waiting = deferred_module.waiting_request
+    head = deferred_module.WAITING_HEAD
+    tid = transactional_id if version >= 3 else None
+    for acks in (0, 1, -1):
+        raw = _produce(version, acks, tid)
+        assert decode_request(raw).body["acks"] == acks
+        waits = waiting(raw[:head], len(raw))
+        if tid is not None and len(tid) > head:
+            assert waits is None                # acks lies beyond the bytes looked at: described at once
+        else:
+            assert (waits is not None) == (acks != 0)
+            assert waits is None or waits == (0, version, 7, "c")
+    raw = _produce(version, 1, tid)
+    assert waiting(raw[:head], len(raw) - 1) is None                 # size prefix not the frame's length
+    assert waiting(_produce(13, 1, None)[:head], len(_produce(13, 1, None))) is None    # topic ids: at once
