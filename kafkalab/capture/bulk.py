@@ -37,7 +37,7 @@ from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FR
                           FrameStore, HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
 from .segments import span_bytes, span_head, span_prefix
-from .streams import CORRELATION, REQUEST_HEAD, Conn, Waiting, connection_row
+from .streams import CORRELATION, REQUEST_HEAD, Conn, Waiting
 
 
 
@@ -64,7 +64,7 @@ def read_index(index, data, ports: Iterable[int] | None):
 
 def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, defer: bool = False):
     from .analyzer import DEFAULT_PORTS
-    from .capture import Capture
+    from .capture import Capture, connection_row
 
     kafka_ports = DEFAULT_PORTS | frozenset(ports or ())
     try:        # each request's header read once: the decoding applies pass 1's rule on responses
@@ -78,7 +78,8 @@ def _read(data, ports: Iterable[int] | None, path, indexes: list | None = None, 
     if deferred:
         store.defer(deferred, describe_deferred)
     del row_columns
-    connections = [connection_row(c) for c in conns if not c.irregular]
+    connections = [connection_row(c, c.client, 1 - c.client, c.requests, c.responses, c.client_ids)
+                   for c in conns if not c.irregular]
     return Capture(store, analyzer, analyzer.diagnostics, connections=connections, packets=packets,
                    streams=len(conns))
 

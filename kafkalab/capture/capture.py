@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 from kafkalab.dissect import format_tree, hexdump
 from kafkalab.dissect.frame import Frame
-from kafkalab.pcap import TcpPacket, endpoint, read_packets
+from kafkalab.pcap import TcpPacket, read_packets
 
 from .analyzer import DEFAULT_PORTS, Analyzer
 from .scapy_packets import from_scapy
@@ -226,6 +226,8 @@ class Capture:
         return self._table("connections", lambda: connections_table(self.connection_rows()))
 
     def connection_rows(self) -> list[dict]:
+        """The connections table's rows, in stream order: the engine's regular connections' (made as it read
+        them) and those of the general path's connections that carry Kafka, all by :func:`connection_row`."""
         rows = list(self._extra_connections)
         for conn in self._analyzer.connections:
             session = self._analyzer.sessions.get(conn.index)
@@ -233,15 +235,8 @@ class Capture:
                 continue
             client = conn.client or conn.endpoints[0]
             server = conn.other(client)
-            rows.append({
-                "stream": conn.index, "client": endpoint(*client), "server": endpoint(*server),
-                "first_time": conn.first_ts, "last_time": conn.last_ts,
-                "client_bytes": conn.payload_bytes[client], "server_bytes": conn.payload_bytes[server],
-                "client_packets": conn.packets[client], "server_packets": conn.packets[server],
-                "requests": session.frames_sent[client], "responses": session.frames_sent[server],
-                "client_ids": list(session.client_ids), "gaps": conn.gaps, "gap_bytes": conn.gap_bytes,
-                "midstream": conn.midstream, "state": conn.state,
-            })
+            rows.append(connection_row(conn, client, server, session.frames_sent[client],
+                                       session.frames_sent[server], session.client_ids))
         rows.sort(key=lambda row: row["stream"])
         return rows
 
@@ -260,6 +255,25 @@ class Capture:
     def text(self, number: int, *, hex: bool = False) -> str:
         """Frame ``number`` like ``tshark -V`` (plus ``-x`` with ``hex=True``)."""
         return format_frame(self[number], hex=hex)
+
+
+def connection_row(conn, client, server, requests: int, responses: int, client_ids) -> dict:
+    """One connection's row of the connections table: the one place its columns are made, for the general
+    path's :class:`~.connection.Connection` and the engine's regular :class:`~.streams.Conn` alike. Both
+    carry the TCP facts under the same names (``index``, ``first_ts``, ``last_ts``, ``state``, ``gaps``,
+    ``gap_bytes``, ``midstream``, and per side ``names``, ``payload_bytes`` and ``packets``), a side being
+    what indexes them (an (ip, port) endpoint, or the engine's 0 and 1); ``client`` and ``server`` are the
+    two sides. The Kafka facts come from whoever decoded the frames: the frames each side sent and the
+    client ids the requests named."""
+    names = conn.names
+    return {
+        "stream": conn.index, "client": names[client], "server": names[server],
+        "first_time": conn.first_ts, "last_time": conn.last_ts,
+        "client_bytes": conn.payload_bytes[client], "server_bytes": conn.payload_bytes[server],
+        "client_packets": conn.packets[client], "server_packets": conn.packets[server],
+        "requests": requests, "responses": responses, "client_ids": list(client_ids),
+        "gaps": conn.gaps, "gap_bytes": conn.gap_bytes, "midstream": conn.midstream, "state": conn.state,
+    }
 
 
 def format_frame(frame: Frame, *, hex: bool = False) -> str:

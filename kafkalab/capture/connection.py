@@ -7,7 +7,7 @@ acknowledged but the capture never saw become gaps right away.
 """
 from __future__ import annotations
 
-from kafkalab.pcap import ACK, FIN, RST, SYN, TcpPacket
+from kafkalab.pcap import ACK, FIN, RST, SYN, TcpPacket, endpoint
 
 from .reassembly import HalfStream
 
@@ -25,6 +25,11 @@ class Connection:
         self.state = "open"
         self.payload_bytes = {first: 0, second: 0}
         self.packets = {first: 0, second: 0}
+
+    @property
+    def names(self) -> dict[Endpoint, str]:
+        """Each side's "ip:port"."""
+        return {side: endpoint(*side) for side in self.endpoints}
 
     def other(self, endpoint: Endpoint) -> Endpoint:
         return self.endpoints[1] if endpoint == self.endpoints[0] else self.endpoints[0]

@@ -58,11 +58,14 @@ SYN, ACK = 0x02, 0x10
 
 class Conn:
     """One connection's facts (``ends``: (ip, port) of side 0 and side 1 as integers; side 0 sent the
-    connection's first packet; ``client`` is a side) and, for a regular connection, the decoder's state."""
+    connection's first packet; ``client`` is a side) and, for a regular connection, the decoder's state.
+    A regular connection's row is :func:`~.capture.connection_row`'s, as the general path's connections'."""
 
     __slots__ = ("index", "ends", "names", "kafka_port", "client", "irregular", "packets", "payload_bytes",
                  "first_ts", "last_ts", "state", "asked", "advertised", "client_ids",
                  "client_ip", "requests", "responses", "host", "waiting")
+    gaps = gap_bytes = 0            # a regular connection has no hole, and starts with its handshake
+    midstream = False
 
     def __init__(self, index: int, a: tuple, b: tuple, kafka_port: bool) -> None:
         self.index = index
@@ -344,17 +347,3 @@ def _end(ips: np.ndarray, ports: np.ndarray, at: int) -> tuple[int, int]:
 
 def _dotted(value: int) -> str:
     return socket.inet_ntoa(value.to_bytes(4, "big"))
-
-
-def connection_row(conn: Conn) -> dict:
-    """A regular connection's row of the connections table."""
-    client = conn.client
-    server = 1 - client
-    return {
-        "stream": conn.index, "client": conn.names[client], "server": conn.names[server],
-        "first_time": conn.first_ts, "last_time": conn.last_ts,
-        "client_bytes": conn.payload_bytes[client], "server_bytes": conn.payload_bytes[server],
-        "client_packets": conn.packets[client], "server_packets": conn.packets[server],
-        "requests": conn.requests, "responses": conn.responses,
-        "client_ids": list(conn.client_ids), "gaps": 0, "gap_bytes": 0, "midstream": False, "state": conn.state,
-    }

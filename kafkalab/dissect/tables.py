@@ -108,9 +108,9 @@ def _arrow_table(columns: dict, table: str):
 
 
 def connections_table(connections: Iterable):
-    """One row per TCP stream carrying Kafka: mappings (or objects with ``row()``) with CONNECTION_COLUMNS;
-    ``first_time``/``last_time`` as epoch seconds."""
-    rows = [c.row() if hasattr(c, "row") else dict(c) for c in connections]
+    """One row per TCP stream carrying Kafka: mappings with CONNECTION_COLUMNS; ``first_time``/``last_time``
+    as epoch seconds."""
+    rows = [dict(c) for c in connections]
     for row in rows:
         for name in ("first_time", "last_time"):
             if row.get(name) is not None:
