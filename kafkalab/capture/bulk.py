@@ -30,13 +30,14 @@ from kafkalab.dissect.repeats import MEMO_BYTES, Repeats
 from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
+from . import deferred as waiting
 from .analyzer import Analyzer
 from .deferred import WAITING_HEAD, deferrable, describe_deferred, waiting_request
 from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes,
                           FrameStore, HeldBytes)
 from .session import _KEEP_MESSAGES, unpaired_response
-from .segments import span_bytes, span_head, span_prefix
+from .segments import span_bytes, span_head, span_length, span_prefix
 from .streams import CORRELATION, REQUEST_HEAD, Conn, Waiting
 
 
@@ -161,6 +162,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
 
     view = memoryview(data)
     let_go = WINDOW
+    waits_from = waiting.WAITING_BYTES          # the shortest request whose describing waits (see ``defer``)
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     seen_request, seen_response = repeats.request, repeats.response
     remember_request, remember_response = repeats.remember_request, repeats.remember_response
@@ -218,11 +220,10 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
         if side == conn.client:
             waits = None
             if raw is None:                     # its header first: a request that waits is never copied
-                if start >= 0:
-                    head, length = data[start:start + WAITING_HEAD], end - start
-                else:
-                    head, length = span_prefix(view, where, WAITING_HEAD)
-                waits = waiting_request(head, length)
+                length = end - start if start >= 0 else span_length(where)
+                if length >= waits_from:
+                    waits = waiting_request(data[start:start + WAITING_HEAD] if start >= 0 else
+                                            span_prefix(view, where, WAITING_HEAD), length)
                 if waits is None:
                     raw = data[start:end] if start >= 0 else span_bytes(view, where)
             if waits is not None:               # described when asked (see .deferred)

@@ -115,15 +115,21 @@ def span_bytes(view: memoryview, span: tuple) -> bytes:
     return b"".join([view[a:b] for a, b in span_ranges(span)])
 
 
-def span_prefix(view: memoryview, span: tuple, size: int) -> tuple[bytes, int]:
-    """(the first ``size`` bytes, the whole length) of a frame that spans segments: a look at its header
-    that copies no more than that."""
-    parts, length = [], 0
+def span_length(span: tuple) -> int:
+    """The length of a frame that spans segments."""
+    starts, lengths, k, last, head, tail = span
+    return starts[k] + lengths[k] - head + sum(lengths[k + 1:last]) + tail - starts[last]
+
+
+def span_prefix(view: memoryview, span: tuple, size: int) -> bytes:
+    """The first ``size`` bytes of a frame that spans segments: a look at its header that copies no more."""
+    parts, taken = [], 0
     for a, b in span_ranges(span):
-        if length < size:
-            parts.append(view[a:min(b, a + size - length)])
-        length += b - a
-    return b"".join(parts), length
+        parts.append(view[a:min(b, a + size - taken)])
+        taken += b - a
+        if taken >= size:
+            break
+    return b"".join(parts)
 
 
 def span_head(data, span: tuple, size: int):
