@@ -47,10 +47,11 @@ JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # buffer's length against the batch once.
 ARROW_READ_OPTIONS = "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
 
-# A decode task's rows each carry one Arrow batch of up to about 2 MB (:data:`.decode.PIECE_BYTES`). With G1's
-# default regions (2 MB for a 6 GB heap) every object over 1 MB is "humongous": allocated alone in regions of
-# its own, and most of a read's collections, concurrent marking cycles among them, were started by such
-# allocations (Java Flight Recorder: 30 of 39). 32 MB regions make them ordinary young objects.
+# A decode task's rows each carry one Arrow batch of up to about 8 MB (:data:`.decode.PIECE_BYTES`, 2 MB when this
+# was measured). With G1's default regions (2 MB for a 6 GB heap) every object over 1 MB is "humongous": allocated
+# alone in regions of its own, and most of a read's collections, concurrent marking cycles among them, were
+# started by such allocations (Java Flight Recorder: 30 of 39). 32 MB regions make objects up to 16 MB ordinary
+# young ones.
 HEAP_OPTIONS = "-XX:G1HeapRegionSize=32m"
 
 # All three together, against the options before them, two reads of a 250 MB capture rotated into 8 files on
@@ -60,10 +61,10 @@ HEAP_OPTIONS = "-XX:G1HeapRegionSize=32m"
 JVM_OPTIONS = f"{JIT_OPTIONS} {ARROW_READ_OPTIONS} {HEAP_OPTIONS}"
 
 # The JVM hands a Python task its input in Arrow batches of up to 10,000 rows by default. kafkalab's rows going
-# to Python are few and large (a decode task's batches of a table, about 2 MB each, see
-# :data:`.decode.PIECE_BYTES`), so one batch grew to a whole partition's bytes, built by reallocating and
-# copying ever larger buffers and held whole. Capped at 8 MB, the JVM's CPU in making a 250 MB capture's
-# records rows fell from 2.8 s to 2.1-2.3 s (local[1]); a user's own setting wins.
+# to Python are few and large (a decode task's batches of a table, up to about 8 MB each, see
+# :data:`.decode.PIECE_BYTES`; 2 MB when this was measured), so one batch grew to a whole partition's bytes,
+# built by reallocating and copying ever larger buffers and held whole. Capped at 8 MB, the JVM's CPU in making
+# a 250 MB capture's records rows fell from 2.8 s to 2.1-2.3 s (local[1]); a user's own setting wins.
 ARROW_BATCH_BYTES = 8 << 20
 
 

@@ -181,7 +181,7 @@ def test_the_session_sets_its_jvm_options_unless_told_otherwise(spark_local):
     assert diagnostics.getVMOption("TieredStopAtLevel").getValue() == "1"
     # the quick compiler alone would shrink the code cache to 48 MB, which a long session fills
     assert int(diagnostics.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 << 20
-    # a decode task's batches (about 2 MB each) are ordinary young objects, not humongous ones
+    # a decode task's batches (up to about 8 MB each) are ordinary young objects, not humongous ones
     assert int(diagnostics.getVMOption("G1HeapRegionSize").getValue()) == 32 << 20
 
 
