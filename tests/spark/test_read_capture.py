@@ -166,18 +166,23 @@ def test_ordered_tables_come_in_the_engines_order_without_sorting(spark_local, h
         assert got == engine_rows(engine, table), table
 
 
-def test_the_session_compiles_with_the_quick_compiler_unless_told_otherwise(spark_local):
-    from kafkalab.spark.session import JIT_OPTIONS
+def test_the_session_sets_its_jvm_options_unless_told_otherwise(spark_local):
+    from kafkalab.spark.session import JVM_OPTIONS
 
     jvm = spark_local.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert set(JIT_OPTIONS.split()) <= set(arguments)
-    assert set(JIT_OPTIONS.split()) <= set(spark_local.sparkContext.getConf().get("spark.executor.extraJavaOptions").split())
+    assert set(JVM_OPTIONS.split()) <= set(arguments)
+    assert set(JVM_OPTIONS.split()) <= set(spark_local.sparkContext.getConf().get("spark.executor.extraJavaOptions").split())
+    # Arrow reads without per-value checks (the rows' equality with the engine's is checked by the other tests)
+    assert jvm.java.lang.System.getProperty("arrow.enable_unsafe_memory_access") == "true"
+    assert jvm.java.lang.System.getProperty("arrow.enable_null_check_for_get") == "false"
     diagnostics = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
     assert diagnostics.getVMOption("TieredStopAtLevel").getValue() == "1"
     # the quick compiler alone would shrink the code cache to 48 MB, which a long session fills
     assert int(diagnostics.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 << 20
+    # a decode task's batches (up to about 8 MB each) are ordinary young objects, not humongous ones
+    assert int(diagnostics.getVMOption("G1HeapRegionSize").getValue()) == 32 << 20
 
 
 def test_frame_numbers_too_many_to_broadcast_are_joined_by_spark_with_the_same_rows(spark_local, hosts_capture):
