@@ -8,9 +8,9 @@ sequence, so the two kinds interleave exactly as in a single general run. At eac
 rows made so far to its reader: :func:`read_bulk` keeps them all (a :class:`FrameStore`: the frames table,
 each frame's place in the file and the few objects that cannot be made again; Frame objects are made on
 first access), :class:`.engine.FrameStream` turns them into Frames and lets them go. :func:`read_bulk`
-also leaves most Produce requests and Produce and Fetch responses undescribed (the responses not even copied
-out of the file) until the frames table, a row or a Frame is asked for (see :mod:`.deferred`): the records
-table never needs them described.
+also leaves large Produce requests and most Produce and Fetch responses undescribed (not even copied out of
+the file: of a request, only its header is read) until the frames table, a row or a Frame is asked for (see
+:mod:`.deferred`): the records table never needs them described.
 
 When the engine declines a file (gzip, a file object, IPv6 or VLAN-tagged TCP, IP fragments, a damaged
 file, a connection reusing a 5-tuple), :func:`read_bulk` returns None and the general pipeline reads the

@@ -143,9 +143,10 @@ class Capture:
 
     The frames are held as a :class:`~.frame_store.FrameStore` whoever read them: the engine's rows (Frame
     objects made on first access) or Frames of the general pipeline (``frames`` a list); ``frame_list``
-    makes them all. A capture file the engine read leaves most Produce and Fetch responses undescribed until
-    the frames table, a row or a Frame is first asked for (see ``FrameStore.defer``): ``records`` alone
-    never describes them, and every table is the same whatever is asked first."""
+    makes them all. A capture file the engine read leaves large Produce requests and most Produce and Fetch
+    responses undescribed until the frames table, a row or a Frame is first asked for (see
+    ``FrameStore.defer``): ``records`` alone never describes them, and every table is the same whatever is
+    asked first."""
 
     def __init__(self, frames, analyzer: Analyzer, diagnostics: list[str], *,
                  connections: list[dict] | None = None, packets: int | None = None,

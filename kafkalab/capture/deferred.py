@@ -112,10 +112,10 @@ def waiting_request(head: bytes, frame_length: int) -> tuple | None:
 
 def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> None:
     """Fill the described columns (frames table names -> lists, as :class:`.frame_store.FrameStore` holds
-    them) of the deferred responses at row ``indexes``, whose bytes ``read(index)`` gives, and ``extras``
-    (index -> (kept message, topic ids) where either is set). Responses seen before (see
+    them) of the deferred requests and responses at row ``indexes``, whose bytes ``read(index)`` gives, and
+    ``extras`` (index -> (kept message, topic ids) where either is set). Frames seen before (see
     :mod:`kafkalab.dissect.repeats`, one memo for all of them) are described straight into the columns; the
-    others by :func:`describe_response`."""
+    others by :func:`describe_request` or :func:`describe_response`."""
     repeats = Repeats()
     seen_response = repeats.response
     no_notes: list = []                         # and its rows' empty diagnostics
