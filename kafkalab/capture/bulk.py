@@ -30,9 +30,8 @@ from kafkalab.dissect.repeats import MEMO_BYTES, Repeats
 from kafkalab.pcap import TcpPacket
 from kafkalab.protocol.correlation import API_VERSIONS, advertised_ranges, expects_response
 
-from . import deferred as waiting
 from .analyzer import Analyzer
-from .deferred import WAITING_HEAD, deferrable, describe_deferred, waiting_request
+from .deferred import WAITING_HEAD, deferrable, describe_deferred, may_wait, waiting_request
 from .engine import WINDOW_END, Bail, mapped, plan, window_events
 from .frame_store import (PAIRING, R_INFERRED, R_LATENCY, R_OFFSET, R_REQUEST_FRAME, R_RESPONSE_FRAME, FileBytes,
                           FrameStore, HeldBytes)
@@ -120,7 +119,8 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     With ``defer``, the paired Produce and Fetch responses whose description cannot depend on the capture's
     topic names (see :func:`.deferred.deferrable`), and the Produce requests that expect a response and whose
     description cannot depend on them either (see :func:`.deferred.waiting_request`), are cut and paired but
-    not decoded nor described (only the requests' headers and acks are read): their described columns stay None, to be filled by :func:`.deferred.describe_deferred` when something asks for them (see
+    not decoded nor described (only the requests' headers and acks are read): their described columns stay
+    None, to be filled by :func:`.deferred.describe_deferred` when something asks for them (see
     :meth:`FrameStore.defer`); the records table reads their bytes itself and never needs them.
     With ``whole`` it returns (row columns, objects, extras, analyzer, deferred row indexes, places): the
     frames table's values column by column (the row layout, R_FRAME to R_OFFSET, each value appended to its
@@ -162,7 +162,6 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
 
     view = memoryview(data)
     let_go = WINDOW
-    waits_from = waiting.WAITING_BYTES          # the shortest request whose describing waits (see ``defer``)
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     seen_request, seen_response = repeats.request, repeats.response
     remember_request, remember_response = repeats.remember_request, repeats.remember_response
@@ -221,7 +220,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
             waits = None
             if raw is None:                     # its header first: a request that waits is never copied
                 length = end - start if start >= 0 else span_length(where)
-                if length >= waits_from:
+                if may_wait(length):
                     waits = waiting_request(data[start:start + WAITING_HEAD] if start >= 0 else
                                             span_prefix(view, where, WAITING_HEAD), length)
                 if waits is None:
@@ -231,7 +230,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 api_name = code = error = topics = records = summary = notes = topic_ids = None
                 message, keep, answered, size = None, False, True, length - 4
                 deferred.append(index)
-            elif (seen := seen_request(raw)) is not None:                # described as a request seen before (but for offsets...)
+            elif (seen := seen_request(raw)) is not None:      # described as a request seen before (but for offsets...)
                 (api_key, api_name, version, code, error, topics, records, summary, answered, correlation_id,
                  client_id, size) = seen
                 topics = topics_list(topics)

@@ -8,7 +8,6 @@ when first needed (:func:`describe_deferred`), into the same values the rows sta
 """
 from __future__ import annotations
 
-import struct
 from functools import lru_cache
 
 from kafkalab.dissect import decoding
@@ -18,6 +17,7 @@ from kafkalab.dissect.records_table import APIS as RECORDS_APIS
 from kafkalab.dissect.repeats import MEMO_BYTES, Repeats
 from kafkalab.protocol import ApiKey
 from kafkalab.protocol.schema.registry import message_spec
+from kafkalab.protocol.wire import WireError, read_int16, read_length_compact, read_length_int16
 
 from .session import _KEEP_MESSAGES
 
@@ -33,14 +33,15 @@ def deferrable(api_key: int, version: int) -> bool:
 
 
 PRODUCE = int(ApiKey.PRODUCE)
-_INT16 = struct.Struct(">h")
+_PRODUCE_KEY = PRODUCE.to_bytes(2, "big")       # a request's API key, as its header holds it
 
 
 @lru_cache(maxsize=None)
 def _before_acks(version: int) -> tuple | None:
     """How a Produce request body at ``version`` reaches its ``acks`` (what :func:`waiting_request` reads):
-    (flexible, the number of string fields before it), from the message's schema; None where anything else
-    comes first or the version has topic ids (its description depends on the topic names learnt so far)."""
+    (the reader of a string's length, plain or compact, the number of string fields before it), from the
+    message's schema; None where anything else comes first or the version has topic ids (its description
+    depends on the topic names learnt so far)."""
     if uses_topic_ids(PRODUCE, "request", version):
         return None
     try:
@@ -50,7 +51,7 @@ def _before_acks(version: int) -> tuple | None:
     strings = 0
     for field in spec.fields:
         if field.name == "acks":
-            return spec.is_flexible(version), strings
+            return (read_length_compact if spec.is_flexible(version) else read_length_int16), strings
         if not (field.versions[0] <= version <= field.versions[1]):
             continue
         if field.type != "string" or field.tagged:
@@ -65,49 +66,38 @@ WAITING_HEAD = 256      # the bytes read of a request to tell whether it waits (
 WAITING_BYTES = 4096
 
 
+def may_wait(frame_length: int) -> bool:
+    """Whether a request this long may wait at all (see :func:`waiting_request`): asked first, so that a
+    short one's head is never cut out to be looked at."""
+    return frame_length >= WAITING_BYTES
+
+
 def waiting_request(head: bytes, frame_length: int) -> tuple | None:
     """(api_key, api_version, correlation_id, client_id) of a request whose describing may wait: a Produce
-    request of a version without topic ids, with a usual header (see :func:`kafkalab.dissect.decoding.request_head`)
-    and acks other than 0, so that it expects a response whatever its body holds (see
-    :func:`kafkalab.protocol.correlation.expects_response`: the rows stage pairs by that before describing).
-    ``head`` is the frame's first ``WAITING_HEAD`` bytes (all of it if shorter), so that the frame itself is
-    never copied out of the file. None for any other frame, and where ``head`` ends before acks: the rows
-    stage describes it at once, as it does a request shorter than ``WAITING_BYTES``."""
-    raw = head
-    if frame_length < WAITING_BYTES or len(raw) < 14 or raw[4:6] != b"\x00\x00":    # the common refusals first
+    request (see :func:`may_wait`) of a version without topic ids, with a usual header (see
+    :func:`kafkalab.dissect.decoding.request_head`) and acks other than 0, so that it expects a response
+    whatever its body holds (see :func:`kafkalab.protocol.correlation.expects_response`: the rows stage pairs
+    by that before describing). ``head`` is the frame's first ``WAITING_HEAD`` bytes (all of it if shorter),
+    so that the frame itself is never copied out of the file. None for any other frame, and where ``head``
+    ends before acks: the rows stage describes it at once."""
+    if not may_wait(frame_length) or head[4:6] != _PRODUCE_KEY:        # the common refusals first
         return None
-    head = decoding.request_head(raw, frame_length)
-    if head is None:
+    parsed = decoding.request_head(head, frame_length)
+    if parsed is None:
         return None
-    api_key, version, correlation_id, client_id, pos, _ = head
+    api_key, version, correlation_id, client_id, pos, _ = parsed
     way = _before_acks(version)
     if way is None:
         return None
-    flexible, strings = way
-    n = len(raw)
-    for _ in range(strings):                    # nullable strings: a length, -1 or 0 for null
-        if flexible:
-            length, shift = 0, 0
-            while True:
-                if pos >= n or shift > 28:
-                    return None
-                byte = raw[pos]
-                pos += 1
-                length |= (byte & 0x7F) << shift
-                shift += 7
-                if byte < 0x80:
-                    break
-            length -= 1
-        else:
-            if pos + 2 > n:
-                return None
-            length = _INT16.unpack_from(raw, pos)[0]
-            pos += 2
-        if length > 0:
-            pos += length
-    if pos + 2 > n or _INT16.unpack_from(raw, pos)[0] == 0:
+    read_length, strings = way
+    try:
+        for _ in range(strings):                # nullable strings: null is a length of -1
+            length, pos = read_length(head, pos)
+            pos += max(length, 0)
+        acks, _ = read_int16(head, pos)
+    except WireError:
         return None
-    return api_key, version, correlation_id, client_id
+    return None if acks == 0 else (api_key, version, correlation_id, client_id)
 
 
 def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> None:

@@ -134,11 +134,11 @@ def span_prefix(view: memoryview, span: tuple, size: int) -> bytes:
 
 def span_head(data, span: tuple, size: int):
     """(buffer, offset) where the first ``size`` bytes of a frame that spans segments can be read: the file
-    itself when its first segment holds them (no copy), else the frame's bytes joined."""
+    itself when its first segment holds them (no copy), else those bytes joined (see :func:`span_prefix`)."""
     starts, lengths, k, _, head, _ = span
     if starts[k] + lengths[k] - head >= size:
         return data, head
-    return span_bytes(memoryview(data), span), 0
+    return span_prefix(memoryview(data), span, size), 0
 
 
 def _span(data, starts, lengths, ends, k: int, pos: int, end: int) -> bytes:

@@ -1,6 +1,7 @@
-"""Deferred describing (``FrameStore.defer``): a capture file read whole leaves its Produce requests (those
-expecting a response) and its Produce and Fetch responses undescribed until something asks for their described columns. The records table must not describe them, and
-every table (frames, exchanges, records, connections), Frame and row must be the same whatever is asked first."""
+"""Deferred describing (``FrameStore.defer``): a capture file read whole leaves its large Produce requests (those
+expecting a response) and its Produce and Fetch responses undescribed until something asks for their described
+columns. The records table must not describe them, and every table (frames, exchanges, records, connections),
+Frame and row must be the same whatever is asked first."""
 from __future__ import annotations
 
 import random
