@@ -51,11 +51,18 @@ class Direction:
                 frames.extend(zip(packets.tolist(), [conn] * len(packets), [side] * len(packets), offsets.tolist(),
                                   starts.tolist(), (starts + length).tolist()))
             return True
-        starts = self.starts + index.payload_start[packets].tolist()
+        held = len(self.starts)
+        file_starts = index.payload_start[packets]
+        stream_ends = total + np.cumsum(length)
+        starts = self.starts + file_starts.tolist()
         lengths = self.lengths + length.tolist()
-        ends = self.ends + (total + np.cumsum(length)).tolist()
+        ends = self.ends + stream_ends.tolist()
         positions = self.positions + packets.tolist()
-        whole = [False] * len(self.starts) + whole.tolist()
+        # after each segment that holds one whole frame, the end of its run of such segments (else 0), and
+        # what such a segment's frame is cut as: its stream offset and its end in the file
+        run_ends = [0] * held + _run_ends(whole, held).tolist()
+        whole_offsets = [0] * held + (stream_ends - length).tolist()
+        whole_ends = [0] * held + (file_starts + length).tolist()
         total = ends[-1]
         pos, k = self.pos, 0
         add = frames.append if frames is not None else None
@@ -65,10 +72,16 @@ class Direction:
             if segment_end <= pos:                              # the segment holding byte ``pos``
                 k = bisect_left(ends, pos + 1, k)
                 segment_end = ends[k]
-            if whole[k] and pos == segment_end - lengths[k]:   # what the walk below finds, without reading
-                if add is not None:
-                    add((positions[k], conn, side, pos, starts[k], starts[k] + lengths[k]))
-                pos = segment_end
+            if run_ends[k] and pos == segment_end - lengths[k]:    # what the walk below finds, without reading
+                last = run_ends[k]                              # ... for the whole run of such segments
+                if add is None:
+                    pass
+                elif last == k + 1:
+                    add((positions[k], conn, side, pos, starts[k], whole_ends[k]))
+                else:
+                    frames.extend(zip(positions[k:last], [conn] * (last - k), [side] * (last - k),
+                                      whole_offsets[k:last], starts[k:last], whole_ends[k:last]))
+                pos, k = ends[last - 1], last - 1
                 continue
             offset = starts[k] + pos - (segment_end - lengths[k])
             if pos + PREFIX <= segment_end:
@@ -95,6 +108,16 @@ class Direction:
         self.starts, self.lengths, self.ends, self.positions = \
             starts[keep:], lengths[keep:], ends[keep:], positions[keep:]
         return True
+
+
+def _run_ends(whole: np.ndarray, held: int) -> np.ndarray:
+    """For each segment that holds one whole frame (``whole``), the index after the run of such segments it
+    starts, counting ``held`` segments before them (0 for the others): a walk that reaches the start of
+    such a segment cuts the whole run at once, each segment one frame, without a step per frame."""
+    n = len(whole)
+    after = np.where(whole, n, np.arange(n))                # the first segment not whole at or after each one
+    after = np.minimum.accumulate(after[::-1])[::-1]
+    return np.where(whole, after + held, 0)
 
 
 def span_ranges(span: tuple) -> list[tuple[int, int]]:

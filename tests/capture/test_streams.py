@@ -124,3 +124,55 @@ def test_the_rule_on_responses_gives_the_same_verdicts_in_pass_1_and_in_decoding
     for table in ("frames", "exchanges", "connections"):
         pd.testing.assert_frame_equal(getattr(one_pass, table), getattr(two_passes, table))
     assert len(one_pass) == 12 + (2 if case != "clean" else 0)
+
+
+
+@pytest.mark.parametrize("window", [None, 700, 3000])
+@pytest.mark.parametrize("seed", range(6))
+def test_runs_of_whole_segments_among_split_and_pipelined_frames_cut_as_sent(tmp_path: Path, monkeypatch,
+                                                                             window, seed) -> None:
+    """A direction's segments mix runs of one-whole-frame segments (a run is cut at once) with frames split
+    over segments and segments holding several frames, over windows that end anywhere (the segments of an
+    unfinished frame held over to the next): every frame is cut as it was sent, at its stream offset."""
+    import random
+
+    import kafkalab.capture.capture as capture_module
+    import kafkalab.pcap.index as index_module
+
+    monkeypatch.setattr(capture_module, "ENGINE_MIN_BYTES", 0)      # the engine reads even a small file
+    if window is not None:
+        monkeypatch.setattr(index_module, "WINDOW", window)
+    rng = random.Random(seed)
+    path, sent, cid = tmp_path / "mixed.pcap", {True: [], False: []}, 0
+    with TcpPcapWriter(path, mss=100) as writer:
+        conn = writer.open_connection(("10.0.0.1", 40000), ("10.0.0.2", 9092), 1.0)
+        ts = 1.0
+        for _ in range(80):
+            batch = []
+            for _ in range(rng.choice([1, 1, 1, 1, 2, 3])):     # several frames in one write: one segment
+                cid += 1
+                body = {"group_id": "g", "generation_id": 1, "member_id": "m" * rng.choice([1, 1, 5, 90, 250]),
+                        "group_instance_id": None}
+                batch.append((encode_request("Heartbeat", 3, body, correlation_id=cid, client_id="c"),
+                              encode_response("Heartbeat", 3, {"throttle_time_ms": 0, "error_code": 0},
+                                              correlation_id=cid)))
+            for from_client in (True, False):
+                frames = [pair[0 if from_client else 1] for pair in batch]
+                ts += 0.001
+                writer.send(conn, from_client, b"".join(frames), ts)
+                sent[from_client] += frames
+        writer.close(conn, ts + 1)
+    data = path.read_bytes()
+    conns, _, cut = streams(packet_index(data), data, {9092})
+    assert [c.irregular for c in conns] == [False]
+    got = {True: [], False: []}
+    for frame in cut:
+        got[frame[2] == conns[0].client].append(
+            (frame[3], span_bytes(memoryview(data), frame[6]) if len(frame) == 7 else data[frame[4]:frame[5]]))
+    for from_client in (True, False):
+        offsets = [sum(map(len, sent[from_client][:k])) for k in range(len(sent[from_client]))]
+        assert got[from_client] == list(zip(offsets, sent[from_client]))
+    cap = read_capture(path)
+    assert cap.frames["diagnostics"].map(len).sum() == 0
+    assert [f.raw for f in cap if f.kind == "request"] == sent[True]
+    assert [f.raw for f in cap if f.kind == "response"] == sent[False]
