@@ -165,7 +165,6 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
     repeats = Repeats()                         # frames seen before (see kafkalab.dissect.repeats)
     seen_request, seen_response = repeats.request, repeats.response
     remember_request, remember_response = repeats.remember_request, repeats.remember_response
-    topics_list = repeats.topics_list
     sessions, given_up = analyzer.sessions, set()    # irregular connections the analyzer found not Kafka
     if not checked:                             # pass 1 left the rule on responses to this pass (see _rows)
         for conn in conns:
@@ -232,8 +231,7 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 deferred.append(index)
             elif (seen := seen_request(raw)) is not None:      # described as a request seen before (but for offsets...)
                 (api_key, api_name, version, code, error, topics, records, summary, answered, correlation_id,
-                 client_id, size) = seen
-                topics = topics_list(topics)
+                 client_id, size) = seen              # topics: the memo's one list (see repeats.DESCRIPTION)
                 notes, message, keep, topic_ids = no_notes, None, False, None
             elif (parts := request_parts(raw)) is not None:     # the usual case: no Request object made
                 api_key, api_name, version, correlation_id, client_id, body, size, _, _ = parts
@@ -290,7 +288,6 @@ def _decode(data: bytes, columns: list, conns: list[Conn], packet_conn: list[Con
                 if seen is not None:
                     parts = True
                     _, api_name, _, code, error, topics, records, summary, _, _, _, size = seen
-                    topics = topics_list(topics)
                     notes, message, keep, topic_ids = no_notes, None, False, None
                 elif raw is None:               # deferred: described when asked (see .deferred)
                     parts = True

@@ -120,9 +120,9 @@ def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> 
         if kinds[i] == "request":
             seen = repeats.request(raw)
             if seen is not None:
-                (_, names[i], _, codes[i], errors[i], seen_topics, record_counts[i], summaries[i], _, _, _,
+                (_, names[i], _, codes[i], errors[i], topics[i], record_counts[i], summaries[i], _, _, _,
                  _) = seen
-                topics[i], diagnostics[i] = repeats.topics_list(seen_topics), no_notes
+                diagnostics[i] = no_notes
                 continue
             (names[i], codes[i], errors[i], topics[i], record_counts[i], summaries[i], diagnostics[i], topic_ids,
              message) = describe_request(raw, repeats)
@@ -131,9 +131,9 @@ def describe_deferred(indexes: list[int], read, columns: dict, extras: dict) -> 
             continue
         seen = seen_response(raw, api_key, version)
         if seen is not None:
-            (_, names[i], _, codes[i], errors[i], seen_topics, record_counts[i], summaries[i], _, correlation_ids[i],
+            (_, names[i], _, codes[i], errors[i], topics[i], record_counts[i], summaries[i], _, correlation_ids[i],
              _, sizes[i]) = seen
-            topics[i], diagnostics[i] = repeats.topics_list(seen_topics), no_notes
+            diagnostics[i] = no_notes
             continue
         (names[i], correlation_ids[i], sizes[i], codes[i], errors[i], topics[i], record_counts[i], summaries[i],
          diagnostics[i], topic_ids, message) = describe_response(raw, api_key, version, repeats)

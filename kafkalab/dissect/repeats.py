@@ -35,13 +35,17 @@ _RESPONSE_HEAD = struct.Struct(">ii")
 _CORRELATION = struct.Struct(">i")
 
 #: What is remembered of a frame, as a plain tuple in this order (made once per new frame, read on every
-#: repeat): the columns that come from its body (``topics`` as a tuple, so each frame gets its own list)
-#: and whether a response is to be expected (False only for a Produce request with acks=0). Not the body:
-#: thousands of decoded bodies kept alive would cost the garbage collector more than decoding them again.
-#: A repeat is given as this tuple followed by the frame's own (correlation_id, client_id, size).
+#: repeat): the columns that come from its body and whether a response is to be expected (False only for a
+#: Produce request with acks=0). ``topics`` is given to be remembered as a tuple and kept as one list,
+#: shared by every repeat, so the rows they describe share it in the row columns (never changed there: a
+#: Frame made of a row gets its own copy, and the frames table shares it again without reading its items,
+#: see :func:`kafkalab.dissect.columns.shared_lists`). Not the body: thousands of decoded bodies kept alive
+#: would cost the garbage collector more than decoding them again. A repeat is given as this tuple
+#: followed by the frame's own (correlation_id, client_id, size).
 DESCRIPTION = ("api_key", "api_name", "api_version", "error_code", "error", "topics", "record_count", "summary",
                "answered")
 _RECORD_COUNT = DESCRIPTION.index("record_count")
+_TOPICS = DESCRIPTION.index("topics")
 
 
 class Repeats:
@@ -60,17 +64,7 @@ class Repeats:
         self.entries = 0
         self.learnt = 0
         self.client_ids: dict[bytes, str] = {}      # a client id's bytes -> the one string for all its frames
-        self._lists: dict[int, tuple] = {}          # see topics_list
-
-    def topics_list(self, topics: tuple) -> list:
-        """The one list of a remembered description's ``topics``: the rows it describes share it in the row
-        columns (a Frame made of a row gets its own copy), and the frames table shares it again without
-        reading its items (see :func:`kafkalab.dissect.columns.shared_lists`). Kept by the tuple's id, with
-        the tuple, so the id stays its own."""
-        listed = self._lists.get(id(topics))
-        if listed is None:
-            listed = self._lists[id(topics)] = (topics, list(topics))
-        return listed[1]
+        self._lists: dict[tuple, list] = {}         # remembered topics -> the one list given for them
 
     def request(self, raw: bytes) -> tuple | None:
         """The description of the request ``raw`` (a whole frame) and its (correlation_id, client_id, size),
@@ -179,7 +173,11 @@ class Repeats:
             key = shape.key(raw)
         if key is None or key in shape.memo or (carrying and key[2] != description[_RECORD_COUNT]):
             return
-        shape.memo[key] = description
+        topics = tuple(description[_TOPICS])
+        listed = self._lists.get(topics)
+        if listed is None:
+            listed = self._lists[topics] = list(topics)
+        shape.memo[key] = description[:_TOPICS] + (listed,) + description[_TOPICS + 1:]
         self.entries += 1
 
 

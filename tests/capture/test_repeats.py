@@ -29,19 +29,28 @@ def described_response(raw: bytes, api_key: int, version: int) -> tuple:
     return (api_key, name, version, code, error, tuple(topics), count, summary, True, correlation_id, None, size)
 
 
+def as_described(seen: tuple | None) -> tuple | None:
+    """A repeat's values with its topics (the memo's one list, see repeats.DESCRIPTION) as a tuple, as
+    ``described_request`` gives them."""
+    if seen is None:
+        return None
+    assert isinstance(seen[5], list)
+    return seen[:5] + (tuple(seen[5]),) + seen[6:]
+
+
 def seen_request(repeats: Repeats, raw: bytes) -> tuple | None:
     """Ask the memo, and remember the frame (as the capture reader does) when it has not seen it."""
     seen = repeats.request(raw)
     if seen is None:
         repeats.remember_request(raw, described_request(raw)[:9], [])
-    return seen
+    return as_described(seen)
 
 
 def seen_response(repeats: Repeats, raw: bytes, api_key: int, version: int) -> tuple | None:
     seen = repeats.response(raw, api_key, version)
     if seen is None:
         repeats.remember_response(raw, described_response(raw, api_key, version)[:9], [])
-    return seen
+    return as_described(seen)
 
 
 def fetch(offset: int, partition: int = 3, topic: str = "orders", *, client_id: str = "consumer-1",
@@ -132,3 +141,14 @@ def test_whatever_the_memo_gives_is_what_decoding_gives():
             hits += 1
             assert seen == expected, raw
     assert hits > 500
+
+
+def test_repeats_give_one_topics_list_for_equal_topics() -> None:
+    """Every repeat of remembered frames naming the same topics gives the same list (the rows share it; a
+    Frame made of a row gets its own copy), whichever frame it was remembered from."""
+    repeats = Repeats()
+    for raw in (fetch(1000), fetch(1000, max_wait_ms=100), produce_response(5)):
+        seen_request(repeats, raw) if raw[4:6] == b"\0\x01" else seen_response(repeats, raw, 0, 7)
+    first, second = repeats.request(fetch(2000)), repeats.request(fetch(3000, max_wait_ms=100))
+    answer = repeats.response(produce_response(6), 0, 7)
+    assert first[5] == ["orders"] and first[5] is second[5] is answer[5]

@@ -37,7 +37,7 @@ def seen(repeats: Repeats, raw: bytes, kind: str, api_key: int = 0, version: int
         description, notes = described(raw, kind, api_key, version)
         remember = repeats.remember_request if kind == "request" else repeats.remember_response
         remember(raw, description[:9], notes)
-    return got
+    return got if got is None else got[:5] + (tuple(got[5]),) + got[6:]    # topics: the memo's one list
 
 
 def batches(rnd: random.Random, records: int, sets: int = 1) -> bytes:
