@@ -11,6 +11,8 @@ segments given are already known to follow each other exactly) nor Kafka message
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import repeat
+from operator import add as add_up, sub
 
 import numpy as np
 
@@ -51,18 +53,13 @@ class Direction:
                 frames.extend(zip(packets.tolist(), [conn] * len(packets), [side] * len(packets), offsets.tolist(),
                                   starts.tolist(), (starts + length).tolist()))
             return True
-        held = len(self.starts)
-        file_starts = index.payload_start[packets]
-        stream_ends = total + np.cumsum(length)
-        starts = self.starts + file_starts.tolist()
+        starts = self.starts + index.payload_start[packets].tolist()
         lengths = self.lengths + length.tolist()
-        ends = self.ends + stream_ends.tolist()
+        ends = self.ends + (total + np.cumsum(length)).tolist()
         positions = self.positions + packets.tolist()
-        # after each segment that holds one whole frame, the end of its run of such segments (else 0), and
-        # what such a segment's frame is cut as: its stream offset and its end in the file
-        run_ends = [0] * held + _run_ends(whole, held).tolist()
-        whole_offsets = [0] * held + (stream_ends - length).tolist()
-        whole_ends = [0] * held + (file_starts + length).tolist()
+        flags, whole = whole, [False] * len(self.starts)
+        whole += flags.tolist()
+        whole += (False, False)                                 # (a run ends there)
         total = ends[-1]
         pos, k = self.pos, 0
         add = frames.append if frames is not None else None
@@ -72,16 +69,21 @@ class Direction:
             if segment_end <= pos:                              # the segment holding byte ``pos``
                 k = bisect_left(ends, pos + 1, k)
                 segment_end = ends[k]
-            if run_ends[k] and pos == segment_end - lengths[k]:    # what the walk below finds, without reading
-                last = run_ends[k]                              # ... for the whole run of such segments
-                if add is None:
-                    pass
-                elif last == k + 1:
-                    add((positions[k], conn, side, pos, starts[k], whole_ends[k]))
-                else:
-                    frames.extend(zip(positions[k:last], [conn] * (last - k), [side] * (last - k),
-                                      whole_offsets[k:last], starts[k:last], whole_ends[k:last]))
-                pos, k = ends[last - 1], last - 1
+            if whole[k] and pos == segment_end - lengths[k]:   # what the walk below finds, without reading
+                # a run of three or more such segments (each one frame, one after the other): cut at once,
+                # with no walk step per frame (shorter runs cost less one by one)
+                if whole[k + 1] and whole[k + 2]:
+                    last = whole.index(False, k + 3)
+                    if frames is not None:
+                        run = last - k
+                        frames.extend(zip(positions[k:last], repeat(conn, run), repeat(side, run),
+                                          map(sub, ends[k:last], lengths[k:last]), starts[k:last],
+                                          map(add_up, starts[k:last], lengths[k:last])))
+                    pos, k = ends[last - 1], last - 1
+                    continue
+                if add is not None:
+                    add((positions[k], conn, side, pos, starts[k], starts[k] + lengths[k]))
+                pos = segment_end
                 continue
             offset = starts[k] + pos - (segment_end - lengths[k])
             if pos + PREFIX <= segment_end:
@@ -108,16 +110,6 @@ class Direction:
         self.starts, self.lengths, self.ends, self.positions = \
             starts[keep:], lengths[keep:], ends[keep:], positions[keep:]
         return True
-
-
-def _run_ends(whole: np.ndarray, held: int) -> np.ndarray:
-    """For each segment that holds one whole frame (``whole``), the index after the run of such segments it
-    starts, counting ``held`` segments before them (0 for the others): a walk that reaches the start of
-    such a segment cuts the whole run at once, each segment one frame, without a step per frame."""
-    n = len(whole)
-    after = np.where(whole, n, np.arange(n))                # the first segment not whole at or after each one
-    after = np.minimum.accumulate(after[::-1])[::-1]
-    return np.where(whole, after + held, 0)
 
 
 def span_ranges(span: tuple) -> list[tuple[int, int]]:
