@@ -132,10 +132,11 @@ def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_byte
     facts = _index_facts(index)
     units, whole = settle(capture_plan.units, [row["walk"] for row in facts if row["walk"] is not None])
     if whole:                               # ranges that do not meet: those files are indexed again, whole
-        again = index.where(~F.col("rank").isin(sorted(whole))).unionByName(_index(spark, [u for u in units if u[0] in whole]))
+        again = index.where(~F.col("rank").isin(sorted(whole))).unionByName(
+            _index(spark, [u for u in units if u[0] in whole])).persist(KEPT)
+        facts = _index_facts(again)         # made from the cached rows of the other files
         index.unpersist()
-        index = again.persist(KEPT)
-        facts = _index_facts(index)
+        index = again
     notes = sorted(row["note"] for row in facts if row["note"] is not None)
     sizes = {((row["ka_ip"], row["ka_port"]), (row["kb_ip"], row["kb_port"])): row["bytes"]
              for row in facts if row["note"] is None and row["walk"] is None}
