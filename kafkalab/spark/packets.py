@@ -174,7 +174,7 @@ class _General(Exception):
         self.walk = walk
 
 
-def _head_and(path: str, start: int, end: int) -> bytes:
+def _range_as_capture(path: str, start: int, end: int) -> bytes:
     """A range as a capture of its own: the file's head (see :mod:`kafkalab.pcap.split`), then the range's
     records."""
     data = map_file(path)
@@ -226,7 +226,7 @@ def _dotted(addresses: np.ndarray):
 
 
 def _general(rank: int, path: str, start: int, end: int, notes: list, whole: bool) -> dict:
-    source = path if whole else _head_and(path, start, end)
+    source = path if whole else _range_as_capture(path, start, end)
     try:
         packets = list(read_packets(source, notes))
     except CaptureError as exc:
