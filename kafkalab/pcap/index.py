@@ -12,6 +12,11 @@ IP), then the IPv4 and TCP headers are read with fancy indexing into the file's 
 cover (IPv6, VLAN tags, IP fragments, snapped or damaged packets, other link types) are listed in
 :attr:`PacketIndex.others` with what the general :class:`~.layers.PacketDecoder` needs to read them, so the
 index never has to be right about the rare cases. Must not know TCP streams or Kafka.
+
+A distributed reader indexes one byte range of a file in place (``start``/``stop``, see
+:mod:`kafkalab.pcap.split`): the file's head is read as usual, then the walk starts on the range's first record
+and stops at the first record at or after ``stop``, and :attr:`PacketIndex.end` says where, which is how the
+reader proves that its range meets the next one without walking the records a second time.
 """
 from __future__ import annotations
 
