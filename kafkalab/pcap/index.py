@@ -12,6 +12,11 @@ IP), then the IPv4 and TCP headers are read with fancy indexing into the file's 
 cover (IPv6, VLAN tags, IP fragments, snapped or damaged packets, other link types) are listed in
 :attr:`PacketIndex.others` with what the general :class:`~.layers.PacketDecoder` needs to read them, so the
 index never has to be right about the rare cases. Must not know TCP streams or Kafka.
+
+A distributed reader indexes one byte range of a file in place (``start``/``stop``, see
+:mod:`kafkalab.pcap.split`): the file's head is read as usual, then the walk starts on the range's first record
+and stops at the first record at or after ``stop``, and :attr:`PacketIndex.end` says where, which is how the
+reader proves that its range meets the next one without walking the records a second time.
 """
 from __future__ import annotations
 
@@ -44,6 +49,7 @@ class Records:
     original: np.ndarray
     snaplen: np.ndarray
     linktype: np.ndarray
+    end: int = -1                # the file position after the last record walked (where the walk stopped)
 
 
 @dataclass
@@ -70,55 +76,79 @@ class PacketIndex:
     def __len__(self) -> int:
         return len(self.number)
 
+    @property
+    def end(self) -> int:
+        """Where the walk over the records stopped: the end of the file, or for a range (``stop``) the first
+        record start at or after it (see :func:`kafkalab.pcap.split.walk_end`)."""
+        return self.records.end
+
 
 def pcap_records(data) -> Records:
     """The records of a classic pcap file."""
     return _concat(list(_pcap_windows(data)))
 
 
-def _pcap_windows(data, window: int | None = None) -> Iterator[Records]:
+def _pcap_windows(data, window: int | None = None, start: int | None = None,
+                  stop: int | None = None) -> Iterator[Records]:
     """The records of a classic pcap file, a window of about ``window`` (default ``WINDOW``) file bytes at a
-    time."""
+    time: all of them, or those whose header starts in ``[start, stop)`` (``start`` a record boundary)."""
     window = window or WINDOW
     order, nanos = PCAP_MAGICS[struct.unpack_from("<I", data)[0]]
     major, _, _, _, snaplen, linktype = struct.unpack_from(order + "HHiIII", data, 4)
     if major != 2:
         raise NotIndexable("pcap version")
     unpack = struct.Struct(order + "I").unpack_from        # a record's stored length (at +8): the walk
-    pos, n = 24, len(data)
-    while pos + 16 <= n:
+    n = len(data)
+    pos, stop = start or 24, n if stop is None else min(stop, n)
+    while pos + 16 <= n and pos < stop:
         offsets: list[int] = []
         add = offsets.append
-        last = min(n, pos + window) - 16         # where the window's last record header may start
+        last = min(n - 16, pos + window - 16, stop - 1)     # where the window's last record header may start
         while pos <= last:                      # (lengths are checked below, all at once)
             pos += 16
             add(pos)
             pos += unpack(data, pos - 8)[0]
-        start = np.array(offsets, dtype=np.int64)
-        seconds, fraction, stored, original = (_gather(data, start + k, 4, order) for k in (-16, -12, -8, -4))
+        begin = np.array(offsets, dtype=np.int64)
+        seconds, fraction, stored, original = (_gather(data, begin + k, 4, order) for k in (-16, -12, -8, -4))
         if len(stored) and int(stored.max()) > MAX_RECORD:
             raise NotIndexable("corrupt record length")
-        if pos + 16 > n and pos != n:           # truncated: the general reader reports it
+        if pos > n or (pos < stop and pos + 16 > n and pos != n):    # truncated: the general reader reports it
             raise NotIndexable("truncated")
-        count = len(start)
-        yield Records(start, seconds * 1_000_000_000 + fraction * (1 if nanos else 1000), stored, original,
-                      np.full(count, snaplen, dtype=np.int64), np.full(count, linktype & 0x0FFFFFFF, dtype=np.int64))
-    if pos != n:
+        count = len(begin)
+        yield Records(begin, seconds * 1_000_000_000 + fraction * (1 if nanos else 1000), stored, original,
+                      np.full(count, snaplen, dtype=np.int64), np.full(count, linktype & 0x0FFFFFFF, dtype=np.int64),
+                      pos)
+    if pos != n and pos < stop:
         raise NotIndexable("truncated")
+    if start is not None and pos == start:     # an empty range still says where its walk stopped
+        empty = np.zeros(0, dtype=np.int64)
+        yield Records(empty, empty, empty, empty, empty, empty, pos)
 
 
-def _pcapng_windows(data, window: int | None = None) -> Iterator[Records]:
-    """The records of a pcapng file, a window of about ``window`` (default ``WINDOW``) file bytes at a time."""
+def _pcapng_windows(data, window: int | None = None, start: int | None = None,
+                    stop: int | None = None) -> Iterator[Records]:
+    """The records of a pcapng file, a window of about ``window`` (default ``WINDOW``) file bytes at a time:
+    all of them, or those whose block starts in ``[start, stop)`` (``start`` a block boundary after the
+    file's head, which is read first: the section header and the interface blocks right after it). A range
+    holding a section header or interface block is not indexed: its packets may need what the head does not
+    say (:func:`kafkalab.pcap.split.walk_end` finds that such a range does not land)."""
     window = window or WINDOW
     order = "<"
     interfaces: list[_Interface] = []
     columns: list[list[int]] = [[], [], [], [], [], []]    # start, time, stored, original, snaplen, linktype
     pos, n = 0, len(data)
-    limit = window
-    while pos < n:
+    stop = n if stop is None else min(stop, n)
+    in_head = start is not None
+    limit = (start or 0) + window
+    while pos < stop:
         if pos + 12 > n:
             raise NotIndexable("truncated")
+        if in_head and pos and struct.unpack_from(order + "I", data, pos)[0] != 1:
+            in_head, pos = False, start         # the head read: on to the range
+            continue
         if data[pos:pos + 4] == _SHB_BYTES:                     # section header: byte order, new interfaces
+            if pos and start is not None:
+                raise NotIndexable("a section header inside a range")
             bom = data[pos + 8:pos + 12]
             order = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else ""
             if not order:
@@ -129,6 +159,8 @@ def _pcapng_windows(data, window: int | None = None) -> Iterator[Records]:
                 struct.unpack_from(order + "I", data, pos + total - 4)[0] != total:
             raise NotIndexable("damaged block")
         if kind == 1:
+            if start is not None and not in_head:
+                raise NotIndexable("an interface block inside a range")
             if total < 20:
                 raise NotIndexable("damaged interface block")
             linktype, _, snaplen = struct.unpack_from(order + "HHI", data, pos + 8)
@@ -149,33 +181,39 @@ def _pcapng_windows(data, window: int | None = None) -> Iterator[Records]:
         elif kind in (2, 3):                    # obsolete and simple packet blocks
             raise NotIndexable("obsolete packet blocks")
         pos += total
+        if in_head and pos >= stop:             # nothing but the head before the range's end
+            in_head, pos = False, max(pos, start)
         if pos >= limit:
-            yield Records(*(np.array(column, dtype=np.int64) for column in columns))
+            yield Records(*(np.array(column, dtype=np.int64) for column in columns), end=pos)
             columns = [[], [], [], [], [], []]
             limit = pos + window
-    yield Records(*(np.array(column, dtype=np.int64) for column in columns))
+    yield Records(*(np.array(column, dtype=np.int64) for column in columns), end=pos)
 
 
 def _concat(parts: list[Records]) -> Records:
     return Records(*(_joined([getattr(part, name) for part in parts])
-                     for name in ("start", "ts_ns", "stored", "original", "snaplen", "linktype")))
+                     for name in ("start", "ts_ns", "stored", "original", "snaplen", "linktype")),
+                   end=parts[-1].end if parts else -1)
 
 
-def _record_windows(data, window: int | None = None) -> Iterator[Records]:
+def _record_windows(data, window: int | None = None, start: int | None = None,
+                    stop: int | None = None) -> Iterator[Records]:
     if len(data) < 24:
         raise NotIndexable("too short")
     magic = struct.unpack_from("<I", data)[0]
     if magic in PCAP_MAGICS:
-        return _pcap_windows(data, window)
+        return _pcap_windows(data, window, start, stop)
     if magic == PCAPNG_SHB:
-        return _pcapng_windows(data, window)
+        return _pcapng_windows(data, window, start, stop)
     raise NotIndexable("not a pcap or pcapng file")
 
 
-def packet_index(data) -> PacketIndex:
-    """The packet index of a whole capture file held in ``data`` (bytes or a read-only map): the windows of
+def packet_index(data, start: int | None = None, stop: int | None = None) -> PacketIndex:
+    """The packet index of a whole capture file held in ``data`` (bytes or a read-only map), or of the
+    records whose header starts in ``[start, stop)`` of it (``start`` a record boundary; numbers count from
+    the range's first record; :attr:`PacketIndex.end` says where the walk stopped): the windows of
     :func:`index_windows` joined."""
-    windows = list(index_windows(data))
+    windows = list(index_windows(data, start=start, stop=stop))
     records = _concat([w.records for w in windows])
     columns = [_joined([getattr(w, name) for w in windows]) for name in _COLUMNS]
     return PacketIndex(*columns, records=records, others=_joined([w.others for w in windows]))
@@ -185,14 +223,15 @@ _COLUMNS = ("number", "ts_ns", "src", "sport", "dst", "dport", "seq", "ack", "fl
             "payload_length", "payload_head")
 
 
-def index_windows(data, window: int | None = None) -> Iterator[PacketIndex]:
+def index_windows(data, window: int | None = None, start: int | None = None,
+                  stop: int | None = None) -> Iterator[PacketIndex]:
     """The packet index of a capture file, a window of about ``window`` (default ``WINDOW``) file bytes at a
     time (record
     numbers and ``others`` count from the file's start), each window's pages let go once read: the
     index of a capture larger than memory is built window by window, and later stages may work on one
     window at a time."""
     base = 0
-    for records in _record_windows(data, window):
+    for records in _record_windows(data, window, start, stop):
         keep, columns = _index(data, records, base)
         fast = np.zeros(len(records.start), dtype=bool)
         fast[keep - base] = True

@@ -21,11 +21,14 @@ pcap the head is the 24-byte file header. For pcapng it is the Section Header Bl
 Description Blocks that directly follow it: packet blocks name their interface by its number in the section,
 and the interface gives the link type and timestamp resolution, so every range needs them all. That holds
 only when the file is one section whose interfaces are all described up front; a range that meets another
-section header or interface block is reported as not landing (:func:`check_range`), and the file is read whole.
+section header or interface block does not land (:func:`walk_end`), and the file is read whole.
 
 A chance chain inside packet data is still possible in principle (a capture stored inside a capture). Callers
-detect it: the reader of the previous range walks from a proven boundary and must land exactly on the next
-range's start (:func:`walk_end`); where it does not, the caller reads the file as one range.
+detect it: each range's reader resolves its own start (:func:`find_boundary`), walks its records from there
+and reports where its walk stopped (:func:`walk_end`, or the packet index's walk over the range); the ranges
+of a file hold every record exactly once only when each walk stops exactly on the next range's start
+(:func:`ranges_meet`): the first range starts on a proven boundary, and each walk proves the next. Where they
+do not, the caller reads the file as one range.
 """
 from __future__ import annotations
 
@@ -145,47 +148,37 @@ def find_boundary(data, layout: Layout, offset: int) -> int:
 
 def walk_end(data, layout: Layout, start: int, nominal_end: int) -> int:
     """Where a reader starting on the boundary ``start`` stops: the first record start at or after
-    ``nominal_end``, found by hopping over record lengths (``layout.size`` at the end of the file; ``-1`` if a
-    record's length is impossible, which means the file is damaged there)."""
+    ``nominal_end``, found by hopping over record lengths (``layout.size`` at the end of the file); ``-1``
+    when it cannot get there as a reader of the range would: a record's length is impossible or runs past the
+    end of the file (the file is damaged there), or, in pcapng, a section header or interface block lies on
+    the way (the range's reader, given only the file's head, would not see it before the packets after it).
+
+    This is the plain walk, one record at a time; :func:`kafkalab.pcap.index.packet_index` over
+    ``[start, nominal_end)`` walks the same way while it indexes, and says where it stopped
+    (:attr:`~kafkalab.pcap.index.PacketIndex.end`) or refuses the range, so a reader needs this only for a
+    range the index refuses."""
     position = start
     while position < nominal_end:
         length = _record_length(data, layout, position)
-        if length is None:
+        if length is None or _redefines_head(data, layout, position):
             return -1
         position += length
-    return min(position, layout.size)
+    return position if position <= layout.size else -1
 
 
-def resolve(data, layout: Layout, nominal: ByteRange) -> ByteRange:
-    """A nominal range with both ends moved to boundaries (what each range's reader does for itself)."""
-    start = find_boundary(data, layout, nominal.start)
-    end = layout.size if nominal.end >= layout.size else find_boundary(data, layout, nominal.end)
-    return ByteRange(nominal.path, start, max(start, end))
-
-
-@dataclass(frozen=True, slots=True)
-class RangeCheck:
-    """A range as its own reader sees it: its boundaries, its records, and whether the walk over them lands
-    exactly on the next range's start (False: a false boundary or a damaged file; read the file whole)."""
-    range: ByteRange
-    records: int
-    lands: bool
-
-
-def check_range(nominal: ByteRange) -> RangeCheck:
-    """Resolve one nominal range of a file on its own (what each task of a distributed job does) and walk it;
-    a pcapng range holding a section header or interface block does not land (its file is read whole)."""
-    layout = read_layout(nominal.path)
-    data = map_file(nominal.path)
-    resolved = resolve(data, layout, nominal)
-    position, records = resolved.start, 0
-    while position < resolved.end:
-        length = _record_length(data, layout, position)
-        if length is None or _redefines_head(data, layout, position):
-            break
-        position += length
-        records += 1
-    return RangeCheck(resolved, records, position == resolved.end)
+def ranges_meet(nominal: list[ByteRange], walked: list[tuple[int, int]]) -> bool:
+    """Whether the ranges of one file, each walked by its own reader, hold every record exactly once:
+    ``walked[k]`` is range ``k``'s resolved start (:func:`find_boundary` of its nominal start) and where its
+    walk stopped (:func:`walk_end`). They do when the first starts where the file's records do, each walk
+    stops exactly on the next range's start (so every start is a true boundary, proven by the walk from the
+    one before), and the last stops at the end of the file. Otherwise a start was a false boundary (a capture
+    carried as packet data), the file is damaged, or a pcapng range redefines the head: read the file whole."""
+    if len(nominal) != len(walked) or not walked:
+        return False
+    starts = [start for start, _ in walked]
+    ends = [end for _, end in walked]
+    return (starts[0] == nominal[0].start and ends[-1] == nominal[-1].end and min(ends) >= 0
+            and all(end == start for end, start in zip(ends, starts[1:])))
 
 
 def _redefines_head(data, layout: Layout, position: int) -> bool:
@@ -284,5 +277,5 @@ def _pcapng_chain(data, layout: Layout, position: int) -> bool:
     return True
 
 
-__all__ = ["ByteRange", "Layout", "RangeCheck", "CHAIN", "check_range", "find_boundary", "map_file", "plan_ranges", "read_layout", "resolve",
+__all__ = ["ByteRange", "Layout", "CHAIN", "find_boundary", "map_file", "plan_ranges", "ranges_meet", "read_layout",
            "walk_end"]

@@ -9,13 +9,19 @@ sequence and acknowledgement numbers and flags, and where its payload is: ``off`
 (:func:`payloads`), so the bytes cross no shuffle and no JVM/Python boundary.
 
 What Spark sees is one *piece* per connection and unit (:func:`unit_pieces`, :data:`PIECE_DDL`): the
-connection's key, its payload bytes and packets in the unit, and its index rows as the bytes of one Arrow batch.
+connection's key, its payload bytes and packets in the unit, its file's rank, and its index rows as the bytes
+of one Arrow batch.
 Spark never handles a row per packet: converting millions of them into its own rows, grouping and shuffling
 them cost it several times the decoding itself, while a piece is a few opaque bytes per connection and unit.
 
-The headers are read by :func:`kafkalab.pcap.index.packet_index` (numpy over the range's bytes). A unit it does
-not read whole (gzip, a damaged file, IPv6, VLAN tags or IP fragments among its TCP segments) is read by
-:func:`kafkalab.pcap.read_packets`, the general reader, and its rows carry their payload and per-packet
+The headers are read by :func:`kafkalab.pcap.index.packet_index` (numpy over the mapped file: a range is
+indexed in place, after the file's head, from its start resolved by
+:func:`~kafkalab.pcap.split.find_boundary` up to the first record start at or after its nominal end, where its
+walk stops). A range's task also reports that walk (a row of its own, ``walk``: rank, nominal start, resolved
+start, stop) for the driver's check that the ranges of each file meet. A unit the index does not read whole
+(gzip, a damaged file, IPv6, VLAN tags or IP fragments among its TCP segments) is read by
+:func:`kafkalab.pcap.read_packets`, the general reader (a range as the file's head followed by its records, its
+walk found by :func:`~kafkalab.pcap.split.walk_end`), and its rows carry their payload and per-packet
 diagnostics instead (``payload`` not null). IP fragments of one datagram that fall into two ranges are not
 joined (each range's reader sees one part).
 """
@@ -28,7 +34,7 @@ import numpy as np
 
 from kafkalab.pcap import CaptureError, PacketDecoder, read_packets
 from kafkalab.pcap.files import LinkRecord
-from kafkalab.pcap.split import ByteRange, check_range, map_file, read_layout
+from kafkalab.pcap.split import find_boundary, map_file, read_layout, walk_end
 
 POS_STEP = 4        # positions in a range are record numbers times this: room for the packets of a synthetic
                     # handshake before a cut in a heavy connection (see .skew)
@@ -49,41 +55,42 @@ def index_schema():
 
 
 PIECE_DDL = ("ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, packets bigint, bytes bigint, "
-             "rows binary, note string")
+             "rows binary, note string, rank bigint, walk array<bigint>")
 KEY = ("ka_ip", "ka_port", "kb_ip", "kb_port")   # a connection: its two endpoints, the smaller (address, port) first
 
 
-def resolve_unit(unit: tuple) -> tuple:
-    """A nominal range resolved to record boundaries by its own task, with whether its walk lands exactly
-    on its end (the next range's start): ``(unit, resolved start, resolved end, lands)``."""
-    rank, path, start, end = unit
-    if start < 0:
-        return unit, start, end, True
-    check = check_range(ByteRange(path, start, end))
-    return unit, check.range.start, check.range.end, check.lands
-
-
-def index_unit(unit: tuple) -> list:
-    """The unit's index rows (an Arrow batch), then a batch of rows naming what was wrong in the file."""
+def index_unit(unit: tuple) -> tuple:
+    """The unit's index rows (an Arrow batch), a batch of rows naming what was wrong in the file, and for a
+    range (``start >= 0``: nominal offsets) its walk: ``(resolved start, where the walk stopped)``; the stop
+    is ``-1`` when the walk does not land (see :func:`kafkalab.pcap.split.walk_end`), and then there are no
+    rows, since the file will be read whole (:func:`kafkalab.pcap.split.ranges_meet`). ``None`` for a whole
+    file."""
     import pyarrow as pa
 
     rank, path, start, end = unit
     notes: list[str] = []
+    walk = None
     try:
-        columns = _indexed(rank, path, start, end)
-    except _General:
-        columns = _general(rank, path, start, end, notes)
+        columns, walk = _indexed(rank, path, start, end)
+    except _General as general:
+        walk = general.walk
+        if walk is not None and walk[1] < 0:
+            columns = {"rank": []}
+        else:
+            columns = _general(rank, path, *(walk or (start, end)), notes, whole=walk is None)
     name = os.path.basename(path)
-    return [_batch(columns), _batch({"note": pa.array([f"{name}: {note}" for note in notes], pa.string())})]
+    return (_batch(columns), _batch({"note": pa.array([f"{name}: {note}" for note in notes], pa.string())}),
+            walk)
 
 
 def unit_pieces(unit: tuple) -> list:
     """The unit's index rows as pieces (one per connection, :data:`PIECE_DDL`), then a batch of rows naming
-    what was wrong in the file."""
+    what was wrong in the file, then for a range one row with its walk (``walk``: rank, nominal start,
+    resolved start, where the walk stopped; every other column null but ``rank``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    rows, notes = index_unit(unit)
+    rows, notes, walk = index_unit(unit)
     src, dst, sport, dport = (rows.column(name) for name in ("src", "dst", "sport", "dport"))
     src_first = pc.or_(pc.less(src, dst), pc.and_(pc.equal(src, dst), pc.less_equal(sport, dport)))
     ends = {"ka_ip": pc.if_else(src_first, src, dst), "ka_port": pc.if_else(src_first, sport, dport),
@@ -103,18 +110,28 @@ def unit_pieces(unit: tuple) -> list:
     columns["packets"] = pa.array([len(p) for p in pieces], pa.int64())
     columns["bytes"] = pa.array([int(length[p].sum()) for p in pieces], pa.int64())
     columns["rows"] = pa.array([pack(rows.take(pa.array(p))) for p in pieces], pa.binary())
+    columns["rank"] = pa.array([unit[0]] * len(pieces), pa.int64())
+    out = [_pieces(columns, len(pieces)),
+           _pieces({"note": notes.column("note"), "rank": pa.array([unit[0]] * notes.num_rows, pa.int64())},
+                   notes.num_rows)]
+    if walk is not None:
+        out.append(_pieces({"rank": pa.array([unit[0]], pa.int64()),
+                            "walk": pa.array([[unit[0], unit[2], *walk]], pa.list_(pa.int64()))}, 1))
+    return out
+
+
+def _pieces(columns: dict, n: int):
+    import pyarrow as pa
+
     schema = piece_schema()
-    out = pa.RecordBatch.from_arrays([columns[f.name] if f.name in columns else pa.nulls(len(pieces), f.type)
-                                      for f in schema], schema=schema)
-    note = notes.column("note")
-    return [out, pa.RecordBatch.from_arrays([note if f.name == "note" else pa.nulls(len(note), f.type)
-                                             for f in schema], schema=schema)]
+    return pa.RecordBatch.from_arrays([columns[f.name] if f.name in columns else pa.nulls(n, f.type)
+                                       for f in schema], schema=schema)
 
 
 def piece_schema():
     import pyarrow as pa
 
-    types = {"string": pa.string(), "bigint": pa.int64(), "binary": pa.binary()}
+    types = {"string": pa.string(), "bigint": pa.int64(), "binary": pa.binary(), "array<bigint>": pa.list_(pa.int64())}
     return pa.schema([(name, types[kind]) for name, kind in (c.split() for c in PIECE_DDL.split(", "))])
 
 
@@ -150,31 +167,39 @@ def _batch(columns: dict):
 
 
 class _General(Exception):
-    """The unit needs the general reader."""
+    """The unit needs the general reader (``walk``: a range's resolved start and where its walk stopped)."""
+
+    def __init__(self, walk: tuple[int, int] | None = None):
+        super().__init__()
+        self.walk = walk
 
 
-def _unit_bytes(path: str, start: int, end: int):
-    """The unit's bytes as a capture of its own (the file's header, then the range's records), and where the
-    range starts in that buffer."""
+def _range_as_capture(path: str, start: int, end: int) -> bytes:
+    """A range as a capture of its own: the file's head (see :mod:`kafkalab.pcap.split`), then the range's
+    records."""
     data = map_file(path)
-    if start < 0:
-        return data, 0
-    layout = read_layout(path)
-    head = bytes(data[:layout.first_record])
-    return head + bytes(data[start:end]), len(head)
+    return bytes(data[:read_layout(path).first_record]) + bytes(data[start:end])
 
 
-def _indexed(rank: int, path: str, start: int, end: int) -> dict | None:
+def _indexed(rank: int, path: str, start: int, end: int) -> tuple[dict, tuple[int, int] | None]:
+    """The unit's index rows as columns, and for a range ``(start, end)`` its walk: the range's start resolved
+    to a record boundary, and the first record start at or after ``end`` (see :func:`index_unit`). The index
+    walks the range's records in the mapped file itself, after reading the file's head."""
     from kafkalab.pcap.index import NotIndexable, packet_index
 
     with open(path, "rb") as handle:
         if handle.read(2) == b"\x1f\x8b":
             raise _General
-    data, head = _unit_bytes(path, start, end)
+    data = map_file(path)
+    ranged = start >= 0
+    if ranged:
+        layout = read_layout(path)
+        start = find_boundary(data, layout, start)
     try:
-        index = packet_index(data)
+        index = packet_index(data, start, end) if ranged else packet_index(data)
     except NotIndexable:
-        raise _General from None
+        raise _General((start, walk_end(data, layout, start, end)) if ranged else None) from None
+    walk = (start, index.end) if ranged else None
     if len(index.others):
         records, decoder = index.records, PacketDecoder()
         for i in index.others.tolist():
@@ -182,13 +207,13 @@ def _indexed(rank: int, path: str, start: int, end: int) -> dict | None:
             record = LinkRecord(i + 1, int(records.ts_ns[i]), int(records.linktype[i]), data[at:at + stored],
                                 int(records.original[i]))
             if decoder.decode(record) is not None or decoder.pending_fragments():
-                raise _General          # TCP the index does not read: the general reader reads the unit
+                raise _General(walk)    # TCP the index does not read: the general reader reads the unit
     n = len(index)
-    shift = max(start, 0) - head        # buffer offset -> file offset
-    return {"rank": np.full(n, rank, dtype=np.int64), "start": np.full(n, max(start, 0), dtype=np.int64),
+    begin = max(start, 0)
+    return {"rank": np.full(n, rank, dtype=np.int64), "start": np.full(n, begin, dtype=np.int64),
             "pos": (index.number - 1) * POS_STEP, "ts": index.ts_ns, "src": _dotted(index.src), "sport": index.sport,
             "dst": _dotted(index.dst), "dport": index.dport, "seq": index.seq, "ack": index.ack,
-            "flags": index.flags, "off": index.payload_start + shift, "len": index.payload_length}
+            "flags": index.flags, "off": index.payload_start, "len": index.payload_length}, walk
 
 
 def _dotted(addresses: np.ndarray):
@@ -200,8 +225,8 @@ def _dotted(addresses: np.ndarray):
     return names.take(pa.array(inverse.astype(np.int64)))
 
 
-def _general(rank: int, path: str, start: int, end: int, notes: list) -> dict:
-    source = path if start < 0 else _unit_bytes(path, start, end)[0]
+def _general(rank: int, path: str, start: int, end: int, notes: list, whole: bool) -> dict:
+    source = path if whole else _range_as_capture(path, start, end)
     try:
         packets = list(read_packets(source, notes))
     except CaptureError as exc:

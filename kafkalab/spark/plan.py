@@ -1,5 +1,5 @@
-"""What a distributed read does on the driver before any task runs: the capture's files, their order, and the
-byte ranges the tasks read.
+"""What a distributed read does on the driver around its index tasks: the capture's files, their order, and
+the byte ranges the tasks read (planned before any task runs, settled from what the tasks found).
 
 Owns: expanding inputs (files, globs, directories) into capture files, ranking them in capture-time order (the
 order :func:`kafkalab.capture.capture.in_capture_order` gives, so a connection that crosses rotated files is
@@ -12,8 +12,10 @@ head holds no sound interface block). Classic pcap and pcapng files larger than 
 :mod:`kafkalab.pcap.split`; each range is read as the file's head (pcap: its header; pcapng: its section header
 and the interface blocks right after it) followed by the range's records. A file whose ranges do not meet
 exactly (a false boundary or a damaged file, or in pcapng a second section or an interface described after
-packets, found by :func:`~kafkalab.pcap.split.check_range` in the tasks) is read whole instead. Those pcapng
-cases are left to the tasks because finding them means walking every block, which the driver must not do.
+packets) is read whole instead: each range's index task resolves its own start and reports where its walk over
+the range's records stopped, and once they have run, :func:`settle` checks that the ranges of each file meet
+(:func:`~kafkalab.pcap.split.ranges_meet`). That check is left to the tasks because it means walking every
+record, which the driver must not do, and the index walks them anyway.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 
 from kafkalab.capture.capture import in_capture_order
 from kafkalab.pcap import CaptureError
-from kafkalab.pcap.split import plan_ranges, read_layout
+from kafkalab.pcap.split import ByteRange, plan_ranges, ranges_meet, read_layout
 
 TARGET_BYTES = 64 << 20         # bytes of capture per read task
 _GZIP = b"\x1f\x8b"
@@ -103,3 +105,25 @@ def plan(inputs, target_bytes: int = TARGET_BYTES) -> Plan:
         else:
             units.append((rank, path, -1, -1))
     return Plan(files, units, problems)
+
+
+def settle(units: list, walks) -> tuple[list, set[int]]:
+    """The units as read, once the index tasks have walked the ranges (``walks``: ``[rank, nominal start,
+    resolved start, where the walk stopped]`` for each range), and the ranks of the files read whole because
+    their ranges do not meet (:func:`~kafkalab.pcap.split.ranges_meet`): such a file becomes one whole-file
+    unit, to be indexed again; the ranges of the others become their resolved ``(start, stop)`` (empty ones
+    dropped)."""
+    walked = {(rank, nominal): (start, end) for rank, nominal, start, end in walks}
+    by_file: dict[int, list] = {}
+    for unit in units:
+        if unit[2] >= 0:
+            by_file.setdefault(unit[0], []).append(unit)
+    out, whole = [u for u in units if u[2] < 0], set()
+    for rank, ranges in by_file.items():
+        got = [walked.get((rank, start), (-1, -1)) for _, _, start, _ in ranges]
+        if ranges_meet([ByteRange(path, start, end) for _, path, start, end in ranges], got):
+            out += [(rank, path, start, end) for (_, path, _, _), (start, end) in zip(ranges, got) if end > start]
+        else:
+            out.append((rank, ranges[0][1], -1, -1))
+            whole.add(rank)
+    return sorted(out), whole

@@ -1,5 +1,6 @@
 """Cutting a capture file into byte ranges: every nominal cut lands on a true record start, neighbouring ranges
-meet exactly, and a chance chain inside packet data is caught by the walk from the previous range."""
+meet exactly (by the plain walk and by the packet index's walk over a range), and a chance chain inside packet
+data is caught by the walk from the previous range."""
 from __future__ import annotations
 
 import bisect
@@ -7,10 +8,12 @@ import random
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kafkalab.pcap import CaptureError
-from kafkalab.pcap.split import find_boundary, map_file, plan_ranges, read_layout, resolve, walk_end
+from kafkalab.pcap.index import packet_index
+from kafkalab.pcap.split import ByteRange, find_boundary, map_file, plan_ranges, ranges_meet, read_layout, walk_end
 
 from tests.capture.builders import pcap_bytes, pcapng_bytes
 
@@ -79,20 +82,51 @@ def test_every_cut_of_a_pcapng_file(tmp_path, order):
     check_every_cut(path, random.Random(2).sample(range(size), 1500))
 
 
+def walks(data, layout, nominal) -> list[tuple[int, int, int]]:
+    """Each range as its own reader sees it: (resolved start, the plain walk's stop, the index's walk's stop)."""
+    out = []
+    for r in nominal:
+        start = find_boundary(data, layout, r.start)
+        out.append((start, walk_end(data, layout, start, r.end), packet_index(data, start, r.end).end))
+    return out
+
+
 @pytest.mark.parametrize("pieces", [1, 2, 3, 7, 16, 61])
-def test_resolved_ranges_partition_the_records_and_neighbours_meet(tmp_path, pieces):
-    path = tmp_path / "ranges.pcap"
-    path.write_bytes(pcap_bytes([(1_700_000_000 + i, p) for i, p in enumerate(synthetic_packets(500, seed=9))]))
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_ranges_walked_on_their_own_partition_the_records_and_neighbours_meet(tmp_path, pieces, fmt):
+    packets = synthetic_packets(500, seed=9)
+    path = tmp_path / f"ranges.{fmt}"
+    path.write_bytes(pcap_bytes([(1_700_000_000 + i, p) for i, p in enumerate(packets)]) if fmt == "pcap" else
+                     pcapng_bytes([(1, None), (1, 9)], [(i % 2, 1_700_000_000_000_000 + i, p, "epb")
+                                                        for i, p in enumerate(packets)]))
     layout = read_layout(path)
     data = map_file(str(path))
-    ranges = [resolve(data, layout, nominal) for nominal in plan_ranges(layout, -(-layout.size // pieces))]
-    assert ranges[0].start == 24 and ranges[-1].end == layout.size
-    for left, right in zip(ranges, ranges[1:]):
-        assert left.end == right.start
-        assert walk_end(data, layout, left.start, right.start) == right.start
+    nominal = plan_ranges(layout, -(-layout.size // pieces))
+    walked = walks(data, layout, nominal)
+    assert [plain for _, plain, _ in walked] == [indexed for _, _, indexed in walked]     # both walks agree
+    assert ranges_meet(nominal, [(start, end) for start, end, _ in walked])
+    assert walked[0][0] == layout.first_record and walked[-1][1] == layout.size
+    whole = packet_index(data)
+    by_range = [packet_index(data, start, end) for start, end, _ in walked]
+    assert np.array_equal(np.concatenate([index.payload_start for index in by_range]), whole.payload_start)
+    assert sum(len(index.records.start) for index in by_range) == len(whole.records.start) == 500
     starts = true_starts(path.read_bytes())
-    covered = [s for r in ranges for s in starts if r.start <= s < r.end]
-    assert covered == starts
+    covered = [s for start, end, _ in walked for s in starts if start <= s < end]
+    assert covered == [s for s in starts if s >= layout.first_record]
+
+
+def test_a_walk_that_cannot_reach_its_end_does_not_land(tmp_path):
+    packets = synthetic_packets(60, seed=5)
+    data = bytearray(pcap_bytes([(1_700_000_000 + i, p) for i, p in enumerate(packets)]))
+    path = tmp_path / "cut-short.pcap"
+    path.write_bytes(bytes(data[:-5]))                       # the last record runs past the end of the file
+    layout = read_layout(path)
+    nominal = plan_ranges(layout, -(-layout.size // 3))
+    starts = [find_boundary(path.read_bytes(), layout, r.start) for r in nominal]
+    ends = [walk_end(path.read_bytes(), layout, s, r.end) for s, r in zip(starts, nominal)]
+    assert ends[-1] == -1 and not ranges_meet(nominal, list(zip(starts, ends)))
+    assert ranges_meet(nominal[:-1], list(zip(starts, ends))[:-1]) is False     # nor end where the file does
+    assert not ranges_meet(nominal, [])
 
 
 def test_a_capture_inside_packet_data_is_caught_by_the_walk_from_the_previous_range(tmp_path):
@@ -109,7 +143,11 @@ def test_a_capture_inside_packet_data_is_caught_by_the_walk_from_the_previous_ra
     cut = carrier + 16 + 10
     false_start = find_boundary(data, layout, cut)
     assert false_start not in starts                                  # fooled, as any heuristic can be...
-    assert walk_end(data, layout, starts[0], false_start) != false_start   # ...and the walk says so
+    assert walk_end(data, layout, starts[0], false_start) != false_start   # ...and the walk says so,
+    assert packet_index(data, starts[0], false_start).end != false_start   # the index's walk too
+    nominal = [ByteRange(str(path), 24, cut), ByteRange(str(path), cut, len(data))]
+    walked = [(24, packet_index(data, 24, cut).end), (false_start, walk_end(data, layout, false_start, len(data)))]
+    assert not ranges_meet(nominal, walked)
 
 
 def test_files_that_are_not_captures_are_refused_with_their_name(tmp_path):

@@ -8,7 +8,8 @@ import struct
 import pytest
 
 from kafkalab.pcap.files import iter_link_records
-from kafkalab.pcap.split import ByteRange, check_range, plan_ranges, read_layout
+from kafkalab.pcap.index import NotIndexable, packet_index
+from kafkalab.pcap.split import find_boundary, map_file, plan_ranges, ranges_meet, read_layout, walk_end
 from kafkalab.spark.plan import plan, splittable
 
 from tests.capture.builders import _block, pcapng_bytes
@@ -34,6 +35,13 @@ def link_records(source) -> list[tuple]:
     return [(r.ts_ns, r.linktype, r.data, r.orig_len, r.interface) for r in iter_link_records(source)]
 
 
+def walked(path, nominal) -> list[tuple[int, int]]:
+    """Each range's resolved start and where its walk stopped (-1: it does not land), as its reader finds them."""
+    layout, data = read_layout(path), map_file(str(path))
+    starts = [find_boundary(data, layout, r.start) for r in nominal]
+    return [(start, walk_end(data, layout, start, r.end)) for start, r in zip(starts, nominal)]
+
+
 @pytest.mark.parametrize("order", ["<", ">"])
 @pytest.mark.parametrize("pieces", [2, 7, 40])
 def test_ranges_read_after_the_head_give_the_whole_files_packets(tmp_path, order, pieces):
@@ -42,12 +50,12 @@ def test_ranges_read_after_the_head_give_the_whole_files_packets(tmp_path, order
     data = path.read_bytes()
     layout = read_layout(path)
     assert (layout.first_record, layout.interfaces) == (head_end(data, order), 3)
-    checks = [check_range(r) for r in plan_ranges(layout, -(-layout.size // pieces))]
-    assert all(c.lands for c in checks)
-    assert checks[0].range.start == layout.first_record and checks[-1].range.end == layout.size
-    assert all(a.range.end == b.range.start for a, b in zip(checks, checks[1:]))
+    nominal = plan_ranges(layout, -(-layout.size // pieces))
+    ranges = walked(path, nominal)
+    assert ranges_meet(nominal, ranges)
+    assert ranges[0][0] == layout.first_record and ranges[-1][1] == layout.size
     head = data[:layout.first_record]
-    from_ranges = [rec for c in checks for rec in link_records(head + data[c.range.start:c.range.end])]
+    from_ranges = [rec for start, end in ranges for rec in link_records(head + data[start:end])]
     whole = link_records(path)
     assert len(whole) == 200 and {linktype for _, linktype, *_ in whole} == {1, 113}
     assert from_ranges == whole
@@ -78,8 +86,17 @@ def test_an_interface_after_packets_or_a_second_section_is_read_whole(tmp_path, 
     path.write_bytes(build(order))
     layout = read_layout(path)
     nominal = plan_ranges(layout, -(-layout.size // 9))
-    checks = [check_range(r) for r in nominal]
-    assert not all(c.lands for c in checks)         # the range holding the late block says it does not land
+    ranges = walked(path, nominal)
+    assert -1 in [end for _, end in ranges]         # the range holding the late block says it does not land
+    assert not ranges_meet(nominal, ranges)
+    data = map_file(str(path))
+    refused = 0
+    for (start, _), r in zip(ranges, nominal):      # and the index refuses that range (its head would not do)
+        try:
+            packet_index(data, start, r.end)
+        except NotIndexable:
+            refused += 1
+    assert refused >= 1
     # the driver plans ranges (it reads the head only); the tasks' checks send the file to one reader
     assert [u[2:] for u in plan([path], -(-layout.size // 9)).units] == [(r.start, r.end) for r in nominal]
 
@@ -97,4 +114,4 @@ def test_a_pcapng_without_a_sound_head_or_small_is_one_whole_file_unit(tmp_path)
     small.write_bytes(good)
     assert splittable(str(small), 1024) and not splittable(str(small), len(good))
     assert plan([small], len(good)).units == [(0, str(small), -1, -1)]
-    assert check_range(ByteRange(str(small), 0, len(good))).range.start == read_layout(small).first_record
+    assert find_boundary(map_file(str(small)), read_layout(small), 0) == read_layout(small).first_record

@@ -17,9 +17,9 @@ def key(a, b):
 
 def test_a_units_index_rows_are_packed_once_per_connection_under_its_key():
     for rank, capture in enumerate(CAPTURES):
-        rows, _ = index_unit((rank, str(capture), -1, -1))
-        pieces, notes = unit_pieces((rank, str(capture), -1, -1))
-        assert notes.num_rows == 0
+        rows, _, walk = index_unit((rank, str(capture), -1, -1))
+        pieces, notes = unit_pieces((rank, str(capture), -1, -1))        # a whole file: no walk to report
+        assert notes.num_rows == 0 and walk is None
         keys = [((a, p), (b, q)) for a, p, b, q in zip(*(pieces.column(c).to_pylist()
                                                          for c in ("ka_ip", "ka_port", "kb_ip", "kb_port")))]
         assert len(set(keys)) == len(keys) and sum(pieces.column("packets").to_pylist()) == rows.num_rows
@@ -30,6 +30,24 @@ def test_a_units_index_rows_are_packed_once_per_connection_under_its_key():
             assert ends == {k}
             assert sum(packed.column("len").to_pylist()) == pieces.column("bytes")[i].as_py()
             assert packed.column("pos").to_pylist() == sorted(packed.column("pos").to_pylist())
+
+
+def test_ranges_of_a_file_index_its_rows_once_and_report_walks_that_meet():
+    from kafkalab.pcap.split import plan_ranges, ranges_meet, read_layout
+
+    capture = str(CAPTURES[0])
+    whole, _, _ = index_unit((3, capture, -1, -1))
+    nominal = plan_ranges(read_layout(capture), read_layout(capture).size // 4 + 13)
+    walks, offsets = [], []
+    for r in nominal:
+        pieces, notes, walk = unit_pieces((3, capture, r.start, r.end))
+        assert notes.num_rows == 0 and set(pieces.column("rank").to_pylist()) <= {3}
+        assert walk.column("rows").null_count == 1 and walk.column("walk").to_pylist()[0][:2] == [3, r.start]
+        walks.append(tuple(walk.column("walk").to_pylist()[0][2:]))
+        offsets += [o for i in range(pieces.num_rows) for o in unpack(pieces.column("rows").slice(i, 1)).column("off")
+                    .to_pylist()]
+    assert len(nominal) >= 3 and ranges_meet(nominal, walks)
+    assert sorted(offsets) == sorted(whole.column("off").to_pylist())     # every segment once, by file offset
 
 
 def test_connections_of_one_client_host_share_a_group_and_other_hosts_do_not():

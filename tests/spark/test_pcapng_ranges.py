@@ -9,8 +9,6 @@ import pytest
 
 import kafkalab
 from kafkalab.spark import read_capture
-from kafkalab.spark.pipeline import _units
-from kafkalab.spark.plan import plan
 from tests.spark.captures import as_pcapng, interleaved_hosts_pcap
 from tests.spark.equality import assert_same_rows
 
@@ -23,9 +21,9 @@ def hosts_capture(tmp_path_factory):
 def test_a_pcapng_file_cut_into_ranges_gives_the_engines_rows(spark_local, hosts_capture, tmp_path):
     path = as_pcapng(hosts_capture, tmp_path / "hosts.pcapng")
     target = path.stat().st_size // 6 + 5                   # cuts that fall inside blocks
-    units = _units(spark_local.sparkContext, plan([path], target).units)
-    assert len(units) >= 6 and all(start >= 0 for _, _, start, _ in units)     # every range read on its own
-    assert_same_rows(read_capture(spark_local, [path], target_bytes=target), kafkalab.read_capture(path))
+    spark = read_capture(spark_local, [path], target_bytes=target)
+    assert len(spark.units) >= 6 and all(start >= 0 for _, _, start, _ in spark.units)  # every range read on its own
+    assert_same_rows(spark, kafkalab.read_capture(path))
 
 
 def test_a_range_with_a_hostile_timestamp_is_read_by_the_general_reader_with_the_engines_rows(spark_local,
@@ -45,8 +43,9 @@ def test_a_range_with_a_hostile_timestamp_is_read_by_the_general_reader_with_the
     engine = kafkalab.read_capture(path)
     assert (engine.frames["time"].dt.year == 1970).sum() == 1
     target = len(data) // 5 + 3
-    assert len(_units(spark_local.sparkContext, plan([path], target).units)) >= 5       # read in ranges
-    assert_same_rows(read_capture(spark_local, [path], target_bytes=target), engine)
+    spark = read_capture(spark_local, [path], target_bytes=target)
+    assert len(spark.units) >= 5 and all(start >= 0 for _, _, start, _ in spark.units)   # read in ranges
+    assert_same_rows(spark, engine)
 
 
 @pytest.mark.parametrize("layout", ["late-interface", "two-sections"])
@@ -54,5 +53,6 @@ def test_a_pcapng_whose_head_does_not_describe_every_packet_is_read_whole(spark_
                                                                           layout):
     path = as_pcapng(hosts_capture, tmp_path / f"{layout}.pcapng", layout=layout)
     target = path.stat().st_size // 6 + 5
-    assert _units(spark_local.sparkContext, plan([path], target).units) == [(0, str(path), -1, -1)]
-    assert_same_rows(read_capture(spark_local, [path], target_bytes=target), kafkalab.read_capture(path))
+    spark = read_capture(spark_local, [path], target_bytes=target)
+    assert spark.units == [(0, str(path), -1, -1)]
+    assert_same_rows(spark, kafkalab.read_capture(path))

@@ -116,16 +116,34 @@ def test_the_data_source_serves_the_engines_rows(spark_local, hosts_capture):
 
 def test_a_file_whose_ranges_do_not_meet_is_read_whole_with_the_engines_rows(spark_local, tmp_path):
     # the second range starts inside a capture carried as packet data: its reader finds a false record start,
-    # the first range's walk over the real lengths does not land there, so the file is read by one task
-    from kafkalab.spark.pipeline import _units
+    # the first range's walk over the real lengths does not land there, so the file is indexed again by one task
     from kafkalab.spark.plan import plan
 
     path, middle = nested_capture_pcap(tmp_path / "nested.pcap")
     target = path.stat().st_size // 2 + 1
     units = plan([path], target).units
     assert [u[2] for u in units] == [24, middle]            # two nominal ranges, cut inside the carried capture
-    assert _units(spark_local.sparkContext, units) == [(0, str(path), -1, -1)]
-    assert_same_rows(read_capture(spark_local, [path], target_bytes=target), kafkalab.read_capture(path))
+    spark = read_capture(spark_local, [path], target_bytes=target)
+    assert spark.units == [(0, str(path), -1, -1)]
+    assert_same_rows(spark, kafkalab.read_capture(path))
+
+
+def test_only_the_file_whose_ranges_do_not_meet_is_read_whole_beside_one_read_in_ranges(spark_local, hosts_capture,
+                                                                                          tmp_path):
+    # two files of one capture: the nested one's ranges do not meet and it is indexed again whole; the other's
+    # ranges meet and are kept as their tasks walked them, with the engine's rows for the two files together
+    from kafkalab.spark.plan import plan
+
+    nested, middle = nested_capture_pcap(tmp_path / "nested.pcap")
+    good = shutil.copy(hosts_capture, tmp_path / "hosts.pcap")
+    target = (nested.stat().st_size - 24) // 6 + 1          # six ranges; the fourth starts in the carried capture
+    assert middle in [u[2] for u in plan([nested], target).units] and Path(good).stat().st_size > 2 * target
+    spark = read_capture(spark_local, [nested, good], target_bytes=target)
+    whole = [u for u in spark.units if u[2] < 0]
+    ranged = [u for u in spark.units if u[2] >= 0]
+    assert [u[1] for u in whole] == [str(nested)] and {u[1] for u in ranged} == {str(good)} and len(ranged) >= 2
+    assert all(a[3] == b[2] for a, b in zip(ranged, ranged[1:]))          # the kept ranges meet
+    assert_same_rows(spark, kafkalab.read_capture([nested, good]))
 
 
 def test_a_heavy_connection_is_cut_into_ranges_decoded_by_separate_tasks_with_the_engines_rows(spark_local, tmp_path):
