@@ -6,9 +6,33 @@ table views in :mod:`kafkalab.dissect`; captures in :mod:`kafkalab.capture` (``r
 explorer and message browser widgets in :mod:`kafkalab.notebook` (``explore``, ``browse``); the command line
 in :mod:`kafkalab.cli`.
 """
+import os as _os
 import sys as _sys
 
 __version__ = "0.1.0"
+
+#: How long, as a power of two of CPU cycles, an idle OpenBLAS worker thread spins before it sleeps
+#: when kafkalab loads numpy: 2**20 cycles, well under a millisecond (OpenBLAS's own default is 28, about a
+#: tenth of a second).
+BLAS_THREAD_TIMEOUT = "20"
+
+
+def _idle_blas_threads_sleep() -> None:
+    """Let numpy's OpenBLAS worker threads sleep soon after they go idle, when kafkalab is what loads numpy.
+
+    Why: OpenBLAS starts its worker threads when numpy is imported and each spins for about a tenth of a
+    second of CPU before it sleeps, though kafkalab never multiplies a matrix: on a two-core machine that
+    was 5% of the CPU time of reading a 50 MB capture into a frames table, start-up included. OpenBLAS reads
+    ``OPENBLAS_THREAD_TIMEOUT`` once, when it is loaded, so it is set here, before any kafkalab module
+    imports numpy, and only if numpy is not loaded yet and the variable is not set already (set it
+    yourself, or import numpy first, to keep OpenBLAS's default). BLAS still uses every core, and a worker
+    still spins through the short gaps between back-to-back matrix products (a fraction of a millisecond),
+    so those wait no longer. Processes started from this one inherit the variable."""
+    if "numpy" not in _sys.modules:
+        _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", BLAS_THREAD_TIMEOUT)
+
+
+_idle_blas_threads_sleep()
 
 _LAZY = {"Broker": "broker", "read_capture": "capture", "iter_frames": "capture", "sniff": "capture",
          "write_frames": "capture", "explore": "notebook", "browse": "notebook"}

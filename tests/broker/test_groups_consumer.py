@@ -84,3 +84,22 @@ def test_a_member_that_never_releases_is_removed_after_its_rebalance_timeout():
     heartbeat(group, 4_000, b["member_id"], 2, topics=None)
     group.tick(5_003)
     assert list(group.members) == [b["member_id"]]
+
+
+def test_a_member_resending_its_whole_subscription_does_not_start_a_rebalance():
+    """librdkafka joins with ``subscribed_topic_regex=""`` (no regex) and, after a heartbeat failed (the broker
+    restarted under it), sends every field again: the same subscription must not bump the group epoch."""
+    store = Store()
+    tid = store.create_topic("t", 2).topic_id
+    group = ConsumerGroup("g", store, SETTINGS)
+    full = {"group_id": "g", "rebalance_timeout_ms": 300_000, "server_assignor": None, "topic_partitions": [],
+            "subscribed_topic_names": ["t"], "subscribed_topic_regex": ""}
+    joined = group.heartbeat(0, {**full, "member_id": "m", "member_epoch": 0}, "client", "/127.0.0.1")
+    assert joined["member_epoch"] == 1 and partitions(joined, tid) == {0, 1} and group.epoch == 1
+    owned = [{"topic_id": tid, "partitions": [0, 1]}]
+    again = group.heartbeat(1, {**full, "member_id": "m", "member_epoch": 1, "topic_partitions": owned},
+                            "client", "/127.0.0.1")
+    assert again["error_code"] == ErrorCode.NONE and again["member_epoch"] == 1 and group.epoch == 1
+    regex = group.heartbeat(2, {**full, "member_id": "m", "member_epoch": 1, "subscribed_topic_regex": "t.*",
+                                "topic_partitions": owned}, "client", "/127.0.0.1")
+    assert regex["member_epoch"] == 2 and group.epoch == 2                      # a real change still rebalances

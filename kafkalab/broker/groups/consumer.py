@@ -120,7 +120,7 @@ class ConsumerGroup:
         changed = force
         if names is not None and sorted(names) != sorted(member.topic_names):
             member.topic_names, changed = list(names), True
-        if regex is not None and regex != member.topic_regex:
+        if regex is not None and (regex or None) != member.topic_regex:     # librdkafka sends "" for no regex
             member.topic_regex, changed = regex or None, True
         if assignor is not None and assignor != member.server_assignor:
             member.server_assignor, changed = assignor, True
