@@ -35,7 +35,7 @@ from kafkalab.dissect import columns as spec
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
 
 from .outputs import SECOND, outputs
-from .packets import NOTES_SEP, payloads
+from .packets import NOTES_SEP, joined_payloads, payloads
 
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
 _MARK_REQUEST = struct.pack(">ihhih", 10, 18, 0, 0x7EAD, -1)      # ApiVersions v0, null client id
@@ -186,7 +186,7 @@ def _bulk(table, paths: list[str], ports):
 
     n = table.num_rows
     length = np.concatenate([_ints(table, "len"), [len(p[4]) for p in _MARK]]).astype(np.int64)
-    data = b"".join([*payloads(paths, _ints(table, "rank"), _ints(table, "off"), length[:n]), _MARK_REQUEST])
+    data = joined_payloads(paths, _ints(table, "rank"), _ints(table, "off"), length[:n], _MARK_REQUEST)
     start = np.cumsum(length) - length
     u8 = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
     long_enough = length >= 4
