@@ -15,12 +15,14 @@ timestamps are put back afterwards (:mod:`.outputs`, straight from the engine's 
 and latencies computed from them as the engine computes them (seconds as floats; frame and exchange times by
 :func:`kafkalab.dissect.columns.epoch_micros`; latency ``round((response - request) * 1000, 6)`` ms).
 
-What comes out, per group ``g``: rows of three columns (:func:`output_ddl`), each holding one Arrow batch of
-one kind as IPC bytes (:func:`part_schema`): ``stream`` (each TCP connection's local number and first packet's
-order key), ``fkey`` (each frame's local number and sort key), ``topics`` (unresolved and known topic ids), and
-the rows of the four tables with local frame and stream numbers. The JVM keeps the bytes opaque: it takes them
-in and caches them at the cost of a copy, where one wide row per table row (a struct column per kind, all but
-one null) cost it most of a read's CPU in conversion, caching and the code it generated for that shape.
+What comes out, per group ``g``: rows of three columns (:func:`output_ddl`), each holding one Arrow batch of one
+kind as IPC bytes (:func:`part_schema`): ``stream`` (each TCP connection's local number and first packet's order
+key), ``fkey`` (each frame's local number and sort key), ``topics`` (unresolved and known topic ids, and the
+group's frame count), and the rows of the four tables with local frame and stream numbers. The JVM keeps the bytes
+opaque: it takes them in and caches them at the cost of a copy, where one wide row per table row (a struct column
+per kind, all but one null) cost it most of a read's CPU in conversion, caching and the code it generated for that
+shape.
+
 The bytes are an Arrow IPC stream with LZ4-compressed buffers (:func:`_packed`): record values compress
 well, and the JVM then caches and moves a fraction of the bytes (a 250 MB capture read on ``local[2]`` took
 15% less CPU than with plain buffers).
@@ -146,10 +148,9 @@ def part(kind: str, data: bytes):
 # for the JVM to take in, cache and hand back, and fewer batches for the Python tasks to open and convert: 8 MB
 # instead of 2 MB took the whole read of a 250 MB capture (8 files) from 17.1, 14.5, 16.2 and 15.7 s of CPU to
 # 16.1, 13.4, 15.2 and 15.3 s (two reads each on local[1] and local[2], each run beside the other at the same
-# time), the JVM's share from 10.2, 7.6, 8.0 and 8.1 s to 9.3, 7.5, 7.5 and 7.5 s. A piece stays an ordinary
-# object for the JVM's collector only with the session's 32 MB G1 regions (:data:`.session.HEAP_OPTIONS`: objects
-# over half a region are "humongous") and fits the 8 MB Arrow batches the JVM hands Python
-# (:data:`.session.ARROW_BATCH_BYTES`).
+# time), the JVM's share from 10.2, 7.6, 8.0 and 8.1 s to 9.3, 7.5, 7.5 and 7.5 s (with G1 then; the session's
+# collector is now the parallel one, :data:`.session.HEAP_OPTIONS`). A piece fits the 8 MB Arrow batches the JVM
+# hands Python (:data:`.session.ARROW_BATCH_BYTES`).
 PIECE_BYTES = 8 << 20
 
 
@@ -259,7 +260,7 @@ def part_schema(kind: str):
         strings = pa.list_(pa.string())
         facts = {"stream": [("local", pa.int64()), *key],
                  "fkey": [("local", pa.int64()), ("phase", pa.int64()), *key, ("stream", pa.int64())],
-                 "topics": [("unresolved", strings), ("known", strings)]}
+                 "topics": [("unresolved", strings), ("known", strings), ("frames", pa.int64())]}
         if kind in facts:
             fields = facts[kind]
         else:

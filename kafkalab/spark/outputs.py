@@ -53,7 +53,7 @@ def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarra
     out.extend(_records_batches(cap))
     first_real = dict(zip(streams.tolist(), real[first].tolist()))
     out.append(_connections_batch([r for r in connections if r["stream"] != marker_stream], first_real, last_real))
-    out.append(_topics_batch(cap))
+    out.append(_topics_batch(cap, int(real_rows.sum())))
     return out
 
 
@@ -120,14 +120,16 @@ def _connections_batch(rows: list, first_real: dict, last_real: dict):
     return _batch("connections", columns)
 
 
-def _topics_batch(cap):
-    """The topic names the group knows and the topic ids it could not name (another group may)."""
+def _topics_batch(cap, frames: int):
+    """The topic names the group knows, the topic ids it could not name (another group may), and how many frames
+    the group has (the driver numbers a capture's frames itself when they are few)."""
     import pyarrow as pa
 
     known = sorted(map(str, cap._analyzer.topic_names))
     unresolved = sorted({str(topic_id) for topic_id, name in _topic_ids(cap) if name is None})
     return _batch("topics", {"unresolved": pa.array([unresolved], pa.list_(pa.string())),
-                             "known": pa.array([known], pa.list_(pa.string()))})
+                             "known": pa.array([known], pa.list_(pa.string())),
+                             "frames": pa.array([frames], pa.int64())})
 
 
 def _is(strings, value: str) -> np.ndarray:

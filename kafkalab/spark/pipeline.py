@@ -27,7 +27,8 @@ is Arrow batches, and no payload byte is shuffled):
    id its task could not name but another task could, the facts are not local and the capture is decoded
    again as one task (exact, not parallel).
 5. **Number** (:mod:`.numbering`): stream ids by the order key of each connection's first packet
-   (collected: one per connection); frame numbers by the frames' sort keys, sorted over range partitions,
+   (collected: one per connection); frame numbers by the frames' sort keys, collected and sorted on the
+   driver when the capture has few frames (the decode tasks report how many), otherwise sorted over range partitions,
    each partition counted and its rows numbered from the counts before it (Spark SQL over narrow rows, in
    parallel: only the per-partition counts reach the driver), gathered into one lookup row per group, which joins the group's cached decode rows (Spark
    broadcasts it while the numbers are small); the Python task making a group's rows of a table gives them
@@ -160,7 +161,9 @@ def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_byte
     aliases = {(c["rank"], c["start"], c["pos"] - POS_STEP + 1): c["first"] for found in cuts.values() for c in found}
     streams = [(aliases.get(key, key), (g, s["local"])) for g, s in facts["stream"]
                for key in [(s["rank"], s["start"], s["pos"])]]
-    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases), ordered=ordered, width=width)
+    frames = sum(row["frames"] for _, row in facts["topics"])
+    tables = numbered_tables(spark, decoded, streams, merge=bool(aliases), ordered=ordered, width=width,
+                             frames=frames)
     index.unpersist()
     return SparkCapture(tables["frames"], tables["exchanges"], tables["records"], tables["connections"],
                         capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()}, units)

@@ -6,8 +6,8 @@ sessions users make themselves too.
 Owns the settings every kafkalab Spark job needs whatever the master: Python workers run the interpreter the
 driver runs (otherwise they start whatever ``python3`` is first on the PATH, which may lack kafkalab), the driver
 binds to 127.0.0.1 unless a cluster master elsewhere is named, the JVMs compile with the quick compiler only
-(:data:`JIT_OPTIONS`), read Arrow without per-value checks (:data:`ARROW_READ_OPTIONS`) and keep decoded batches
-out of G1's humongous regions (:data:`HEAP_OPTIONS`), the JVM hands Python its input in Arrow batches of at most
+(:data:`JIT_OPTIONS`), read Arrow without per-value checks (:data:`ARROW_READ_OPTIONS`) and collect garbage with
+the throughput collector (:data:`HEAP_OPTIONS`), the JVM hands Python its input in Arrow batches of at most
 8 MB (:data:`ARROW_BATCH_BYTES`), and Spark's console noise stays off unless asked.
 """
 from __future__ import annotations
@@ -47,12 +47,16 @@ JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # buffer's length against the batch once.
 ARROW_READ_OPTIONS = "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
 
-# A decode task's rows each carry one Arrow batch of up to about 8 MB (:data:`.decode.PIECE_BYTES`, 2 MB when this
-# was measured). With G1's default regions (2 MB for a 6 GB heap) every object over 1 MB is "humongous": allocated
-# alone in regions of its own, and most of a read's collections, concurrent marking cycles among them, were
-# started by such allocations (Java Flight Recorder: 30 of 39). 32 MB regions make objects up to 16 MB ordinary
-# young ones.
-HEAP_OPTIONS = "-XX:G1HeapRegionSize=32m"
+# The JVM's throughput collector instead of G1. Making the tables' rows from Arrow allocates a short-lived byte
+# array for every key and value (Spark's Arrow reader copies each binary value out before it copies it into the
+# row), and the decode tasks' pieces of up to 8 MB each (:data:`.decode.PIECE_BYTES`) are large objects that G1
+# allocated alone in regions of their own (with its default regions, any object over 1 MB; 32 MB regions had
+# kept them ordinary). The parallel collector has neither G1's per-store barriers nor its region bookkeeping: a
+# 2 GB capture rotated into 8 files, read on local[2], G1 (32 MB regions) and the parallel collector run in turn,
+# two rounds: 35.7 and 40.9 s wall, 68.5 and 77.9 s of CPU with G1; 34.7 and 35.0 s, 65.3 and 66.4 s with the
+# parallel collector, and the JVM's peak memory 6.5-6.8 GB to 4.9-5.0 GB. Its pauses stop every thread, which
+# a batch job does not mind.
+HEAP_OPTIONS = "-XX:+UseParallelGC"
 
 # All three together, against the options before them, two reads of a 250 MB capture rotated into 8 files on
 # local[1], each run beside the other at the same time: the JVM's CPU 8.4 and 8.3 s to 7.7 and 7.5 s, of which the

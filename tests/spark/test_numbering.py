@@ -50,6 +50,7 @@ def test_a_capture_whose_frames_span_several_sorted_partitions_has_the_engines_n
         return counted(ranked)
 
     monkeypatch.setattr(numbering, "frame_numbers", spy)
+    monkeypatch.setattr(numbering, "DRIVER_FRAMES", 0)          # as if too many frames for the driver
     spark_capture = read_capture(spark_local, [hosts_capture], target_bytes=hosts_capture.stat().st_size // 4)
     assert len([n for n in seen if n]) > 1, seen             # the frames' keys sorted over several partitions
     assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
@@ -57,3 +58,20 @@ def test_a_capture_whose_frames_span_several_sorted_partitions_has_the_engines_n
     assert "rangepartitioning(phase" in plan                  # the lookups' cached plan, shown inside the join's
     assert "Window" not in plan                              # a window over the whole order: all rows in one task
     assert "SinglePartition, ENSURE_REQUIREMENTS" not in plan
+
+
+def test_a_capture_with_few_frames_is_numbered_on_the_driver_with_the_engines_numbers(spark_local, hosts_capture,
+                                                                                        monkeypatch):
+    calls = []
+    on_driver = numbering.driver_lookups
+
+    def spy(*args):
+        calls.append(args)
+        return on_driver(*args)
+
+    monkeypatch.setattr(numbering, "driver_lookups", spy)
+    monkeypatch.setattr(numbering, "frame_numbers", lambda ranked: pytest.fail("sorted by Spark"))
+    spark_capture = read_capture(spark_local, [hosts_capture], target_bytes=hosts_capture.stat().st_size // 4)
+    assert len(calls) == 1
+    assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
+    assert "rangepartitioning" not in spark_capture.records._jdf.queryExecution().executedPlan().toString()

@@ -199,8 +199,8 @@ def test_the_session_sets_its_jvm_options_unless_told_otherwise(spark_local):
     assert diagnostics.getVMOption("TieredStopAtLevel").getValue() == "1"
     # the quick compiler alone would shrink the code cache to 48 MB, which a long session fills
     assert int(diagnostics.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 << 20
-    # a decode task's batches (up to about 8 MB each) are ordinary young objects, not humongous ones
-    assert int(diagnostics.getVMOption("G1HeapRegionSize").getValue()) == 32 << 20
+    # the throughput collector: rows made from Arrow allocate a byte array per key and value
+    assert diagnostics.getVMOption("UseParallelGC").getValue() == "true"
 
 
 def test_frame_numbers_too_many_to_broadcast_are_joined_by_spark_with_the_same_rows(spark_local, hosts_capture):
