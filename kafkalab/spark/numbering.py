@@ -4,16 +4,16 @@ Stream ids follow each connection's first packet: one small fact per connection,
 driver. Frame numbers follow the frames' sort keys: ``(0, order key of the completing packet, local number)`` for
 frames completed by a packet, ``(1, stream id, local number)`` for those completed only at the end of the capture,
 then the group (a tiebreak only: the order is total, so a recomputed sort agrees). A capture of up to
-:data:`DRIVER_FRAMES` frames has its narrow key rows collected and sorted on the driver (:func:`driver_lookups`);
-a larger one has them sorted over range partitions (as many as decode tasks, at least one per core) and cached;
-each partition's rows are counted, only those counts reach the driver (one number per partition, however many
-frames), and a row's number is its partition's first number plus its place in the partition, in Spark SQL
-(:func:`frame_numbers`). A window over the whole order gave the same numbers but moved every key row to one task
-and counted them there: serial for a chatty capture's tens of millions of frames. The parallel way costs two more
-jobs (the sort's sampling, the counts) and more CPU on two cores, where one task had been enough: on ``local[2]``
-the step took 1.4-1.5 s wall and 2.1-2.5 s CPU instead of 1.0-1.1 s and 1.4-1.5 s on a 50 MB chatty capture
-(92,000 frames), 3.9-4.2 s and 7.2-7.5 s instead of 2.8 s and 3.5 s on a 500 MB one (913,000 frames); what it buys
-is a step that spreads over a cluster's cores as the frames grow.
+:data:`ONE_TASK_FRAMES` frames (the decode tasks report how many) has its narrow key rows sorted and numbered by
+one Python task (:func:`_one_task_lookups`). A larger one has them sorted over range partitions (as many as decode
+tasks, at least one per core) and cached; each partition's rows are counted, only those counts reach the driver
+(one number per partition, however many frames), and a row's number is its partition's first number plus its
+place in the partition, in Spark SQL (:func:`frame_numbers`), so that no task holds every key row: serial for a
+chatty capture's tens of millions of frames. The parallel way costs more jobs (the sort's sampling, the counts)
+and more CPU on two cores: on ``local[2]``, where a window over the whole order in one task took 1.0-1.1 s wall
+and 1.4-1.5 s CPU on a 50 MB chatty capture (92,000 frames) and 2.8 s and 3.5 s on a 500 MB one (913,000
+frames), the parallel way took 1.4-1.5 s and 2.1-2.5 s, and 3.9-4.2 s and 7.2-7.5 s; what it buys is a step that
+spreads over a cluster's cores as the frames grow.
 
 The tables' rows are never shuffled, nor joined: the frame numbers are gathered per group into one narrow
 row (the group and an int64 array indexed by local number, :func:`_group_lookup`), which is joined to the
@@ -39,13 +39,13 @@ _FRAME_REFERENCES = {"frames": ["frame", "request_frame", "response_frame"],
                      "exchanges": ["request_frame", "response_frame"], "records": ["frame"], "connections": []}
 ORDER = ("phase", "a", "b", "pos", "local", "g")   # the frames' order; ``g`` breaks ties: any rerun agrees
 _KEYS = "g bigint, local bigint, phase bigint, a bigint, b bigint, pos bigint"
-# Captures with at most this many frames are numbered on the driver (:func:`driver_lookups`): their key rows (48
-# bytes a frame, 24 MB at this bound) are collected as Arrow in one job and sorted with numpy, where the parallel
-# way ran five jobs (a 2 GB capture's 172,000 frames on local[2]: about 1 s from the decode's end to the tables'
-# first rows instead of 3 s; the driver's peak memory 143 MB to 164 MB). Beyond it the keys are sorted and
-# counted by Spark (:func:`frame_numbers`), so the driver's memory stays within a few tens of MB of its
-# start-up size however many frames a capture holds. Both give every frame its place in :data:`ORDER`.
-DRIVER_FRAMES = 500_000
+# Captures with at most this many frames are numbered in one task (:func:`_one_task_lookups`): their key rows
+# (48 bytes a frame, 24 MB at this bound) go to one Python task, which sorts them with numpy and gives each group
+# its lookup, where the parallel way ran five jobs (a 2 GB capture's 172,000 frames on local[2]: about 1 s from
+# the decode's end to the tables' first rows instead of 3 s). Beyond it the keys are sorted and counted by Spark
+# over range partitions (:func:`frame_numbers`), so no one task holds every frame of a large capture. Both give
+# every frame its place in :data:`ORDER`; neither brings a key row to the driver.
+ONE_TASK_FRAMES = 500_000
 
 
 def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered: bool = False,
@@ -56,7 +56,7 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     packet's key; ``merge``: there are such ranges, whose connection rows are merged; ``ordered``: sort each
     table by frame, or stream for connections; ``width``: the decode tasks, as many ranges as the frames'
     keys are sorted over, with one per core at least; ``frames``: how many frames the capture has, if known:
-    up to :data:`DRIVER_FRAMES`, the driver numbers them)."""
+    up to :data:`ONE_TASK_FRAMES`, one task numbers them)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -67,8 +67,10 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     stream_ids = {g: _lookup(np.array(list(m), dtype=np.int64), np.array(list(m.values()), dtype=np.int64))
                   for g, m in by_group.items()}
     keys = decoded.where("kind = 'fkey'").select("g", "data").mapInArrow(_sort_keys(stream_ids), _KEYS)
-    if frames is not None and frames <= DRIVER_FRAMES:
-        lookups = driver_lookups(spark, keys)
+    if frames is not None and frames <= ONE_TASK_FRAMES:
+        lookups = keys.repartition(1).mapInArrow(_one_task_lookups, "g bigint, lookup binary")
+        lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
+        lookups.count()             # cached now: Spark plans the joins below knowing the lookups' real size
     else:
         # not cached: the range sort's sampling pass makes the keys again, which costs less than caching them
         ranges = max(width, spark.sparkContext.defaultParallelism)
@@ -117,23 +119,23 @@ def frame_numbers(ranked):
     return ranked.select("g", "local", (first + place + 1).cast("bigint").alias("number"))
 
 
-def driver_lookups(spark, keys):
-    """The frame lookups (one row per group, as :func:`_group_lookup` gives them) made on the driver from the
-    frames' key rows (``_KEYS``), collected as Arrow in one job, put in :data:`ORDER` with numpy and numbered
-    from 1."""
+def _one_task_lookups(batches):
+    """The mapInArrow function numbering every frame's key rows (``_KEYS``, all in one partition): sorted in
+    :data:`ORDER` with numpy and numbered from 1, as one lookup row per group (see :func:`_group_lookup`)."""
     import pyarrow as pa
 
-    table = keys.toArrow()
-    column = {name: table.column(name).to_numpy() for name in ORDER}
+    keys = pa.Table.from_batches(list(batches), schema=pa.schema([(name, pa.int64()) for name in
+                                                                   ("g", "local", "phase", "a", "b", "pos")]))
+    column = {name: keys.column(name).to_numpy() for name in ORDER}
     order = np.lexsort([column[name] for name in reversed(ORDER)])
     number = np.empty(len(order), dtype=np.int64)
     number[order] = np.arange(1, len(order) + 1, dtype=np.int64)
     by_group = np.argsort(column["g"], kind="stable")
     groups, starts = np.unique(column["g"][by_group], return_index=True)
-    lookups = [_lookup(column["local"][rows], number[rows]).tobytes()
-               for rows in np.split(by_group, starts[1:])] if len(groups) else []
-    found = pa.table({"g": pa.array(groups, pa.int64()), "lookup": pa.array(lookups, pa.binary())})
-    return spark.createDataFrame(found, "g bigint, lookup binary")
+    if len(groups):
+        lookups = [_lookup(column["local"][rows], number[rows]).tobytes() for rows in np.split(by_group, starts[1:])]
+        yield pa.RecordBatch.from_pydict({"g": pa.array(groups, pa.int64()),
+                                          "lookup": pa.array(lookups, pa.binary())})
 
 
 def _lookup(local: np.ndarray, number: np.ndarray) -> np.ndarray:

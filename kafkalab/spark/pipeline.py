@@ -27,13 +27,13 @@ is Arrow batches, and no payload byte is shuffled):
    id its task could not name but another task could, the facts are not local and the capture is decoded
    again as one task (exact, not parallel).
 5. **Number** (:mod:`.numbering`): stream ids by the order key of each connection's first packet
-   (collected: one per connection); frame numbers by the frames' sort keys, collected and sorted on the
-   driver when the capture has few frames (the decode tasks report how many), otherwise sorted over range partitions,
-   each partition counted and its rows numbered from the counts before it (Spark SQL over narrow rows, in
-   parallel: only the per-partition counts reach the driver), gathered into one lookup row per group, which joins the group's cached decode rows (Spark
-   broadcasts it while the numbers are small); the Python task making a group's rows of a table gives them
-   their global numbers. No table row is shuffled or joined, so rows come group by group unless
-   ``ordered=True`` sorts them.
+   (collected: one per connection); frame numbers by the frames' sort keys, sorted and numbered by one
+   Python task when the capture has few frames (the decode tasks report how many), otherwise sorted over
+   range partitions, each partition counted and its rows numbered from the counts before it (Spark SQL over
+   narrow rows, in parallel: only the per-partition counts reach the driver), gathered into one lookup row
+   per group, which joins the group's cached decode rows (Spark broadcasts it while the numbers are small);
+   the Python task making a group's rows of a table gives them their global numbers. No table row is
+   shuffled or joined, so rows come group by group unless ``ordered=True`` sorts them.
 """
 from __future__ import annotations
 

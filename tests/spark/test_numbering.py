@@ -50,7 +50,7 @@ def test_a_capture_whose_frames_span_several_sorted_partitions_has_the_engines_n
         return counted(ranked)
 
     monkeypatch.setattr(numbering, "frame_numbers", spy)
-    monkeypatch.setattr(numbering, "DRIVER_FRAMES", 0)          # as if too many frames for the driver
+    monkeypatch.setattr(numbering, "ONE_TASK_FRAMES", 0)        # as if too many frames for one task
     spark_capture = read_capture(spark_local, [hosts_capture], target_bytes=hosts_capture.stat().st_size // 4)
     assert len([n for n in seen if n]) > 1, seen             # the frames' keys sorted over several partitions
     assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
@@ -60,18 +60,10 @@ def test_a_capture_whose_frames_span_several_sorted_partitions_has_the_engines_n
     assert "SinglePartition, ENSURE_REQUIREMENTS" not in plan
 
 
-def test_a_capture_with_few_frames_is_numbered_on_the_driver_with_the_engines_numbers(spark_local, hosts_capture,
-                                                                                        monkeypatch):
-    calls = []
-    on_driver = numbering.driver_lookups
-
-    def spy(*args):
-        calls.append(args)
-        return on_driver(*args)
-
-    monkeypatch.setattr(numbering, "driver_lookups", spy)
-    monkeypatch.setattr(numbering, "frame_numbers", lambda ranked: pytest.fail("sorted by Spark"))
+def test_a_capture_with_few_frames_is_numbered_in_one_task_with_the_engines_numbers(spark_local, hosts_capture,
+                                                                                      monkeypatch):
+    monkeypatch.setattr(numbering, "frame_numbers", lambda ranked: pytest.fail("sorted over range partitions"))
     spark_capture = read_capture(spark_local, [hosts_capture], target_bytes=hosts_capture.stat().st_size // 4)
-    assert len(calls) == 1
     assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
-    assert "rangepartitioning" not in spark_capture.records._jdf.queryExecution().executedPlan().toString()
+    plan = spark_capture.records._jdf.queryExecution().executedPlan().toString()
+    assert "rangepartitioning" not in plan and "MapInArrow _one_task_lookups" in plan
