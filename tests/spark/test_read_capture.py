@@ -201,6 +201,8 @@ def test_the_session_sets_its_jvm_options_unless_told_otherwise(spark_local):
     assert int(diagnostics.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 << 20
     # the throughput collector: rows made from Arrow allocate a byte array per key and value
     assert diagnostics.getVMOption("UseParallelGC").getValue() == "true"
+    # the JVM and its Python workers talk over Unix sockets: no TCP segments to drop and retransmit
+    assert spark_local.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
 
 
 def test_frame_numbers_too_many_to_broadcast_are_joined_by_spark_with_the_same_rows(spark_local, hosts_capture):
