@@ -38,7 +38,8 @@ SORT = {"frames": ["frame"], "exchanges": ["request_frame"], "records": ["frame"
 _FRAME_REFERENCES = {"frames": ["frame", "request_frame", "response_frame"],
                      "exchanges": ["request_frame", "response_frame"], "records": ["frame"], "connections": []}
 ORDER = ("phase", "a", "b", "pos", "local", "g")   # the frames' order; ``g`` breaks ties: any rerun agrees
-_KEYS = "g bigint, local bigint, phase bigint, a bigint, b bigint, pos bigint"
+_KEY_NAMES = ("g", "local", "phase", "a", "b", "pos")        # a frame's key row: its group, number and ORDER
+_KEYS = ", ".join(f"{name} bigint" for name in _KEY_NAMES)
 # Captures with at most this many frames are numbered in one task (:func:`_one_task_lookups`): their key rows
 # (48 bytes a frame, 24 MB at this bound) go to one Python task, which sorts them with numpy and gives each group
 # its lookup, where the parallel way ran five jobs (a 2 GB capture's 172,000 frames on local[2]: about 1 s from
@@ -67,10 +68,9 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     stream_ids = {g: _lookup(np.array(list(m), dtype=np.int64), np.array(list(m.values()), dtype=np.int64))
                   for g, m in by_group.items()}
     keys = decoded.where("kind = 'fkey'").select("g", "data").mapInArrow(_sort_keys(stream_ids), _KEYS)
+    ranked = None
     if frames is not None and frames <= ONE_TASK_FRAMES:
         lookups = keys.repartition(1).mapInArrow(_one_task_lookups, "g bigint, lookup binary")
-        lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
-        lookups.count()             # cached now: Spark plans the joins below knowing the lookups' real size
     else:
         # not cached: the range sort's sampling pass makes the keys again, which costs less than caching them
         ranges = max(width, spark.sparkContext.defaultParallelism)
@@ -78,8 +78,9 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
         ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)       # every scan of it sees the same partitions
         numbers = frame_numbers(ranked).repartition(ranges, "g")     # not spark.sql.shuffle.partitions' 200
         lookups = numbers.groupBy("g").applyInArrow(_group_lookup, "g bigint, lookup binary")
-        lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
-        lookups.count()             # cached now: Spark plans the joins below knowing the lookups' real size
+    lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
+    lookups.count()                 # cached now: Spark plans the joins below knowing the lookups' real size
+    if ranked is not None:
         ranked.unpersist()
     out = {}
     for name in spec.TABLES:
@@ -124,8 +125,7 @@ def _one_task_lookups(batches):
     :data:`ORDER` with numpy and numbered from 1, as one lookup row per group (see :func:`_group_lookup`)."""
     import pyarrow as pa
 
-    keys = pa.Table.from_batches(list(batches), schema=pa.schema([(name, pa.int64()) for name in
-                                                                   ("g", "local", "phase", "a", "b", "pos")]))
+    keys = pa.Table.from_batches(list(batches), schema=pa.schema([(name, pa.int64()) for name in _KEY_NAMES]))
     column = {name: keys.column(name).to_numpy() for name in ORDER}
     order = np.lexsort([column[name] for name in reversed(ORDER)])
     number = np.empty(len(order), dtype=np.int64)

@@ -80,7 +80,7 @@ ARROW_BATCH_BYTES = 8 << 20
 # its buffer (34 MB queued), the kernel dropped segments both ways, and each side's retransmission timer had backed
 # off to two minutes (``ss -tmi``: ``backoff:12``, ``rto:120000``), with the JVM waiting to read and the task
 # waiting to write. A Unix socket has no segments to drop: a full buffer only makes the writer wait. Read times
-# were the same (2 GB, 8 files, local[2]: 31.4 and 32.4 s over Unix sockets, 32.7-35.8 s over TCP).
+# were about the same (2 GB on local[2]: 31.4-38.8 s over Unix sockets in six runs, 32.7-35.8 s over TCP in three).
 PYTHON_SOCKETS = "spark.python.unix.domain.socket.enabled"
 
 

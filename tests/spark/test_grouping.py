@@ -80,3 +80,24 @@ def test_decode_tasks_grow_with_the_capture_so_a_tasks_share_stays_bounded():
     assert decode_width(big, 64) == max(128, width)         # a big cluster keeps two tasks per core
     assert all(decode_width(size, 2) % 2 == 0 for size in range(0, big, big // 37))   # whole rounds
     assert decode_width(7 * DECODE_TASK_BYTES - 1, 3) == 9
+
+
+def test_joined_payloads_are_the_payloads_one_after_another_then_the_tail(tmp_path):
+    """A decode task's one buffer of payloads, read by offset from several files, holds exactly what reading
+    each payload alone gives, in order, and slices of it are bytes, as slices of a mapped capture are."""
+    import numpy as np
+
+    from kafkalab.spark.packets import joined_payloads, payloads
+
+    files = []
+    for k, content in enumerate((bytes(range(256)) * 4, b"kafka" * 100)):
+        path = tmp_path / f"f{k}"
+        path.write_bytes(content)
+        files.append(str(path))
+    rank = np.array([1, 0, 0, 1, 0], dtype=np.int64)
+    off = np.array([3, 10, 1000, 0, 0], dtype=np.int64)
+    length = np.array([7, 0, 24, 5, 1], dtype=np.int64)
+    joined = joined_payloads(files, rank, off, length, b"TAIL")
+    assert joined[:] == b"".join(payloads(files, rank, off, length)) + b"TAIL"
+    assert isinstance(joined[0:4], bytes) and joined[7:31] == (bytes(range(256)) * 4)[1000:1024]
+    assert joined_payloads(files, rank[:0], off[:0], length[:0]) == b""
