@@ -18,7 +18,8 @@ and latencies computed from them as the engine computes them (seconds as floats;
 What comes out, per group ``g``: rows of three columns (:func:`output_ddl`), each holding one Arrow batch of one
 kind as IPC bytes (:func:`part_schema`): ``stream`` (each TCP connection's local number and first packet's order
 key), ``fkey`` (each frame's local number and sort key), ``topics`` (unresolved and known topic ids, and the
-group's frame count), and the rows of the four tables with local frame and stream numbers. The JVM keeps the bytes
+group's frame count), ``nulls`` (which of the tables' columns hold nulls), and the rows of the four tables with
+local frame and stream numbers. The JVM keeps the bytes
 opaque: it takes them in and caches them at the cost of a copy, where one wide row per table row (a struct column
 per kind, all but one null) cost it most of a read's CPU in conversion, caching and the code it generated for that
 shape.
@@ -37,7 +38,8 @@ from kafkalab.dissect import columns as spec
 from kafkalab.pcap import ACK, PSH, SYN, TcpPacket
 
 from .outputs import SECOND, outputs
-from .packets import NOTES_SEP, joined_payloads, payloads
+from .packets import NOTES_SEP, payloads
+from .payload_buffer import payload_buffer
 
 _MARK_CLIENT, _MARK_SERVER = ("0.0.0.1", 1), ("0.0.0.2", 9092)
 _MARK_REQUEST = struct.pack(">ihhih", 10, 18, 0, 0x7EAD, -1)      # ApiVersions v0, null client id
@@ -45,7 +47,7 @@ _MARK_REQUEST = struct.pack(">ihhih", 10, 18, 0, 0x7EAD, -1)      # ApiVersions 
 _MARK = ((True, 100, 0, SYN, b""), (False, 500, 101, SYN | ACK, b""), (True, 101, 501, ACK, b""),
          (True, 101, 501, ACK | PSH, _MARK_REQUEST))
 _ORDER = (("rank", "ascending"), ("start", "ascending"), ("pos", "ascending"))
-KINDS = ("stream", "fkey", "topics", "frames", "exchanges", "records", "connections")
+KINDS = ("stream", "fkey", "topics", "nulls", "frames", "exchanges", "records", "connections")
 
 
 def output_ddl() -> str:
@@ -187,9 +189,9 @@ def _bulk(table, paths: list[str], ports):
 
     n = table.num_rows
     length = np.concatenate([_ints(table, "len"), [len(p[4]) for p in _MARK]]).astype(np.int64)
-    data = joined_payloads(paths, _ints(table, "rank"), _ints(table, "off"), length[:n], _MARK_REQUEST)
-    start = np.cumsum(length) - length
-    u8 = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
+    data, starts, tail_at = payload_buffer(paths, _ints(table, "rank"), _ints(table, "off"), length[:n], _MARK_REQUEST)
+    start = np.concatenate([starts, np.full(len(_MARK), tail_at, dtype=np.int64)])
+    u8 = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, dtype=np.uint8)
     long_enough = length >= 4
     head = np.where(long_enough, _gather(u8, np.where(long_enough, start, 0), 4), -1) if len(u8) else \
         np.full(len(length), -1)
@@ -260,7 +262,8 @@ def part_schema(kind: str):
         strings = pa.list_(pa.string())
         facts = {"stream": [("local", pa.int64()), *key],
                  "fkey": [("local", pa.int64()), ("phase", pa.int64()), *key, ("stream", pa.int64())],
-                 "topics": [("unresolved", strings), ("known", strings), ("frames", pa.int64())]}
+                 "topics": [("unresolved", strings), ("known", strings), ("frames", pa.int64())],
+                 "nulls": [("table", pa.string()), ("column", pa.string())]}
         if kind in facts:
             fields = facts[kind]
         else:

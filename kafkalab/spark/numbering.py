@@ -50,14 +50,16 @@ ONE_TASK_FRAMES = 500_000
 
 
 def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered: bool = False,
-                    width: int = 1, frames: int | None = None) -> dict:
+                    width: int = 1, frames: int | None = None, nulls: dict | None = None) -> dict:
     """The four tables as DataFrames with global numbers (``decoded``: the decode tasks' rows, see
     :func:`.decode.output_ddl`; ``streams``: (first packet's
     order key, (group, local stream)) for every connection: the ranges of a cut connection share its first
     packet's key; ``merge``: there are such ranges, whose connection rows are merged; ``ordered``: sort each
     table by frame, or stream for connections; ``width``: the decode tasks, as many ranges as the frames'
     keys are sorted over, with one per core at least; ``frames``: how many frames the capture has, if known:
-    up to :data:`ONE_TASK_FRAMES`, one task numbers them)."""
+    up to :data:`ONE_TASK_FRAMES`, one task numbers them; ``nulls``: table -> the paths of its columns
+    that hold nulls, the others declared not nullable (see :func:`.pipeline.spark_schema`), or None: all
+    nullable)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -89,7 +91,8 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
             blobs = (blobs.withColumn("_piece", F.monotonically_increasing_id())
                      .join(lookups, "g", "left").sortWithinPartitions("_piece"))
         keep = ordered and name == "records"
-        rows = blobs.mapInArrow(_numbered(name, stream_ids, keep), _schema(name, keep))
+        found = None if nulls is None else nulls[name]
+        rows = blobs.mapInArrow(_numbered(name, stream_ids, keep, found), _schema(name, keep, found))
         if merge and name == "connections":
             from .skew import merge_connections
 
@@ -186,15 +189,16 @@ def _group_lookup(key, table):
     return pa.table({"g": pa.array([key[0].as_py()], pa.int64()), "lookup": pa.array([found.tobytes()], pa.binary())})
 
 
-def _schema(name: str, keep_order: bool = False):
+def _schema(name: str, keep_order: bool = False, nulls: set | None = None):
     """The Spark schema of a table's rows as this stage gives them: its columns (with global numbers and
-    microsecond times), and records' order in their group when asked (``ordered=True`` sorts by it)."""
+    microsecond times; ``nulls``: see :func:`.pipeline.spark_schema`), and records' order in their group when
+    asked (``ordered=True`` sorts by it)."""
     from pyspark.sql import types as T
 
     from .pipeline import spark_schema
 
     extra = [T.StructField("_order", T.LongType())] if keep_order else []
-    return T.StructType(list(spark_schema(name).fields) + extra)
+    return T.StructType(list(spark_schema(name, nulls).fields) + extra)
 
 
 def _arrow_schema(name: str, keep_order: bool = False):
@@ -205,9 +209,11 @@ def _arrow_schema(name: str, keep_order: bool = False):
     return pa.schema(fields + ([pa.field("_order", pa.int64())] if keep_order else []))
 
 
-def _global_batch(name: str, part, g: int, stream_ids: dict, frames: np.ndarray, keep_order: bool = False):
+def _global_batch(name: str, part, g: int, stream_ids: dict, frames: np.ndarray, keep_order: bool = False,
+                  nulls: set | None = None):
     """One batch of a table with global stream and frame numbers (``frames``: the group's lookup, see
-    :func:`_group_lookup`) and microsecond times."""
+    :func:`_group_lookup`) and microsecond times. A number the lookups lack, in a column declared not
+    nullable (``nulls``: the table's null paths), raises: Spark would take the null for a number."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -216,19 +222,21 @@ def _global_batch(name: str, part, g: int, stream_ids: dict, frames: np.ndarray,
     columns = []
     for field in schema:
         column = part.column(field.name)
-        if field.name == "stream":
-            column = _mapped(column, stream_ids.get(g, np.zeros(0, np.int64)))
-        elif field.name in references:
-            column = _mapped(column, frames)
+        if field.name == "stream" or field.name in references:
+            lookup = stream_ids.get(g, np.zeros(0, np.int64)) if field.name == "stream" else frames
+            column = _mapped(column, lookup)
+            if column.null_count and nulls is not None and field.name not in nulls:
+                raise RuntimeError(f"numbering left a {name} row of group {g} without a {field.name} number")
         elif pa.types.is_timestamp(field.type):
             column = pc.divide(column, 1000).cast(field.type)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _numbered(name: str, stream_ids: dict, keep_order: bool):
+def _numbered(name: str, stream_ids: dict, keep_order: bool, nulls: set | None = None):
     """The mapInArrow function making a table's rows from its decode rows (with their group's frame lookup
-    when the table refers to frames): global stream and frame numbers, microsecond times."""
+    when the table refers to frames): global stream and frame numbers, microsecond times (``nulls``: see
+    :func:`_global_batch`)."""
     def numbered(batches):
         from .decode import parts
 
@@ -238,5 +246,5 @@ def _numbered(name: str, stream_ids: dict, keep_order: bool):
             lookups = batch.column("lookup").to_pylist() if "lookup" in names else [None] * batch.num_rows
             for g, part, lookup in zip(batch.column("g").to_pylist(), parts(batch, name), lookups):
                 frames = empty if lookup is None else np.frombuffer(lookup, dtype=np.int64)
-                yield _global_batch(name, part, g, stream_ids, frames, keep_order)
+                yield _global_batch(name, part, g, stream_ids, frames, keep_order, nulls)
     return numbered

@@ -54,7 +54,30 @@ def outputs(cap, n: int, keys: np.ndarray, real_ns: np.ndarray, codes: np.ndarra
     first_real = dict(zip(streams.tolist(), real[first].tolist()))
     out.append(_connections_batch([r for r in connections if r["stream"] != marker_stream], first_real, last_real))
     out.append(_topics_batch(cap, int(real_rows.sum())))
+    out.append(_nulls_batch(out))
     return out
+
+
+def _nulls_batch(batches: list):
+    """Which columns of the group's tables hold nulls (see :func:`null_paths`): the driver declares the others
+    not nullable."""
+    found = sorted({(kind, path) for kind, batch in batches if kind in spec.TABLES
+                    for name, column in zip(batch.schema.names, batch.columns) for path in null_paths(column, name)})
+    return _batch("nulls", {"table": [kind for kind, _ in found], "column": [path for _, path in found]})
+
+
+def null_paths(array, name: str) -> set[str]:
+    """The paths within column ``name`` (an Arrow array) that hold a null: ``name`` itself, ``name[]`` for a
+    list's elements, ``name[].field`` for a field of a list's structs."""
+    import pyarrow as pa
+
+    found = {name} if array.null_count else set()
+    if pa.types.is_list(array.type):
+        found |= null_paths(array.flatten(), f"{name}[]")
+    elif pa.types.is_struct(array.type):
+        for field, child in zip(array.type, array.flatten()):
+            found |= null_paths(child, f"{name}.{field.name}")
+    return found
 
 
 def _frame_times(frames: dict, n: int, keys: np.ndarray, real: np.ndarray, marker_stream: int,

@@ -6,7 +6,8 @@ sessions users make themselves too.
 Owns the settings every kafkalab Spark job needs whatever the master: Python workers run the interpreter the
 driver runs (otherwise they start whatever ``python3`` is first on the PATH, which may lack kafkalab), the driver
 binds to 127.0.0.1 unless a cluster master elsewhere is named, the JVMs compile with the quick compiler only
-(:data:`JIT_OPTIONS`), read Arrow without per-value checks (:data:`ARROW_READ_OPTIONS`) and collect garbage with
+(:data:`JIT_OPTIONS`; the driver's, which makes the rows in local mode, lets the optimising compiler take the
+methods that make rows from Arrow: :data:`DRIVER_JIT_OPTIONS`), read Arrow without per-value checks (:data:`ARROW_READ_OPTIONS`) and collect garbage with
 the throughput collector (:data:`HEAP_OPTIONS`), the JVM hands Python its input in Arrow batches of at most
 8 MB (:data:`ARROW_BATCH_BYTES`), the JVM and its Python workers talk over Unix sockets (:data:`PYTHON_SOCKETS`),
 and Spark's console noise stays off unless asked.
@@ -40,6 +41,20 @@ warnings.filterwarnings("ignore", message="The copy keyword is deprecated", cate
 # with both compilers.
 JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
+# The driver's JVM, which in local mode is also the executor that makes the tables' rows, lets C2 compile the few
+# methods that make rows from Arrow (Arrow's vectors, Spark's Arrow column vectors, the generated projections,
+# the row writers: :data:`C2_DIRECTIVES`) and nothing else. Those run once per value of millions of rows and
+# repay C2 many times over; the rest stays with the quick compiler, as above. A 2 GB capture rotated into 8
+# files, read on local[2] (bench/bench_spark.py's read; Spark's executor CPU time per stage from its REST API,
+# four runs against eight): the records rows took 5.3-5.7 s of executor CPU instead of 9.5-11.1 s, C2 compiled for 3 s
+# where unrestricted it compiled for 20 s, the JVM's CPU for the whole read fell from 27.5-31 s to
+# 25.5-26.8 s and the read's wall time from 33-36 s to 31.1-31.8 s. Executors elsewhere (a cluster) keep
+# :data:`JIT_OPTIONS`: the directives are a file of this package, which a remote JVM may not see, and a JVM
+# that cannot read its directives file does not start.
+C2_DIRECTIVES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jit_directives.json")
+DRIVER_JIT_OPTIONS = (f'-XX:+UnlockDiagnosticVMOptions "-XX:CompilerDirectivesFile={C2_DIRECTIVES}" '
+                      "-XX:ReservedCodeCacheSize=240m")
+
 # Spark makes the tables' rows from the Arrow batches the Python tasks return, one value at a time, and Arrow's
 # Java library checks every such read by default: the index against the buffer's bounds, the buffer's reference
 # count, and whether the value is null (which Spark has just asked already). With the quick compiler these checks
@@ -65,6 +80,7 @@ HEAP_OPTIONS = "-XX:+UseParallelGC"
 # records rows' 2.64 and 2.39 s to 1.63 and 1.77 s (Spark's executor CPU time); the whole read's 14.8 and 14.2 s
 # to 13.7 and 13.6 s. A user's own extraJavaOptions replace them all.
 JVM_OPTIONS = f"{JIT_OPTIONS} {ARROW_READ_OPTIONS} {HEAP_OPTIONS}"
+DRIVER_JVM_OPTIONS = f"{DRIVER_JIT_OPTIONS} {ARROW_READ_OPTIONS} {HEAP_OPTIONS}"
 
 # The JVM hands a Python task its input in Arrow batches of up to 10,000 rows by default. kafkalab's rows going
 # to Python are few and large (a decode task's batches of a table, up to about 8 MB each, see
@@ -119,8 +135,8 @@ def session(master: str = "local[*]", app_name: str = "kafkalab", config: dict[s
         builder = builder.config(PYTHON_SOCKETS, "true")
     if local:
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-        builder = builder.config(key, JVM_OPTIONS)
+    builder = builder.config("spark.driver.extraJavaOptions", DRIVER_JVM_OPTIONS)
+    builder = builder.config("spark.executor.extraJavaOptions", JVM_OPTIONS)
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .packets import POS_STEP, _mapped
+from .packets import POS_STEP, mapped
 
 SEQ_MOD = 1 << 32
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
@@ -112,7 +112,7 @@ def _stream_bytes(paths, col, packets, lengths, stops, pos: int, count: int) -> 
     while len(out) < count:
         at = pos + len(out) - (int(stops[k]) - int(lengths[k]))
         p = packets[k]
-        data = _mapped(paths[int(col["rank"][p])])
+        data = mapped(paths[int(col["rank"][p])])
         offset = int(col["off"][p]) + at
         out += data[offset:offset + min(count - len(out), int(lengths[k]) - at)]
         k += 1

@@ -2,7 +2,10 @@
 say which end is the client (so the host's requests on other connections are always in its group)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 from kafkalab.spark.packets import index_unit, unit_pieces, unpack
 from kafkalab.spark.pipeline import group_of_connections
@@ -82,22 +85,35 @@ def test_decode_tasks_grow_with_the_capture_so_a_tasks_share_stays_bounded():
     assert decode_width(7 * DECODE_TASK_BYTES - 1, 3) == 9
 
 
-def test_joined_payloads_are_the_payloads_one_after_another_then_the_tail(tmp_path):
-    """A decode task's one buffer of payloads, read by offset from several files, holds exactly what reading
-    each payload alone gives, in order, and slices of it are bytes, as slices of a mapped capture are."""
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_a_payload_buffer_holds_each_payload_where_it_says_and_the_tail(tmp_path, monkeypatch, side_by_side):
+    """A decode task's one buffer of payloads, read by offset from several files (mapped side by side, or
+    copied where that cannot be done), holds at each row's start exactly what reading that payload alone
+    gives, and the tail at its place; slices of it are bytes, as slices of a mapped capture are."""
     import numpy as np
 
-    from kafkalab.spark.packets import joined_payloads, payloads
+    from kafkalab.spark import payload_buffer as module
+    from kafkalab.spark.packets import payloads
 
+    if not side_by_side:
+        monkeypatch.setattr(module, "_side_by_side", lambda *args: None)
+    elif sys.platform != "linux":
+        pytest.skip("files are mapped side by side on Linux only")
     files = []
-    for k, content in enumerate((bytes(range(256)) * 4, b"kafka" * 100)):
+    for k, content in enumerate((bytes(range(256)) * 20, b"kafka" * 100, b"")):
         path = tmp_path / f"f{k}"
         path.write_bytes(content)
         files.append(str(path))
-    rank = np.array([1, 0, 0, 1, 0], dtype=np.int64)
-    off = np.array([3, 10, 1000, 0, 0], dtype=np.int64)
-    length = np.array([7, 0, 24, 5, 1], dtype=np.int64)
-    joined = joined_payloads(files, rank, off, length, b"TAIL")
-    assert joined[:] == b"".join(payloads(files, rank, off, length)) + b"TAIL"
-    assert isinstance(joined[0:4], bytes) and joined[7:31] == (bytes(range(256)) * 4)[1000:1024]
-    assert joined_payloads(files, rank[:0], off[:0], length[:0]) == b""
+    rank = np.array([1, 0, 0, 1, 0, 2], dtype=np.int64)
+    off = np.array([3, 10, 5000, 0, 0, 0], dtype=np.int64)
+    length = np.array([7, 0, 24, 5, 1, 0], dtype=np.int64)
+    buffer, starts, tail_at = module.payload_buffer(files, rank, off, length, b"TAIL")
+    alone = payloads(files, rank, off, length)
+    assert [buffer[a:a + n] for a, n in zip(starts.tolist(), length.tolist())] == alone
+    assert isinstance(buffer[0:4], bytes) and buffer[tail_at:tail_at + 4] == b"TAIL"
+    assert np.frombuffer(buffer, dtype=np.uint8)[starts[2]] == (5000 % 256)
+    if side_by_side:        # the files' pages, not copies: the buffer is bigger than its payloads
+        assert len(buffer) >= 256 * 20 + 500
+    assert len(module.payload_buffer(files, rank[:0], off[:0], length[:0])[1]) == 0
+    with pytest.raises(ValueError, match="f1: shorter than when it was indexed"):
+        module.payload_buffer(files, np.array([1]), np.array([498]), np.array([3]))

@@ -185,18 +185,22 @@ def test_ordered_tables_come_in_the_engines_order_without_sorting(spark_local, h
 
 
 def test_the_session_sets_its_jvm_options_unless_told_otherwise(spark_local):
-    from kafkalab.spark.session import JVM_OPTIONS
+    from kafkalab.spark.session import C2_DIRECTIVES, DRIVER_JVM_OPTIONS, JVM_OPTIONS
 
     jvm = spark_local.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert set(JVM_OPTIONS.split()) <= set(arguments)
+    assert set(DRIVER_JVM_OPTIONS.replace('"', "").split()) <= set(arguments)
     assert set(JVM_OPTIONS.split()) <= set(spark_local.sparkContext.getConf().get("spark.executor.extraJavaOptions").split())
     # Arrow reads without per-value checks (the rows' equality with the engine's is checked by the other tests)
     assert jvm.java.lang.System.getProperty("arrow.enable_unsafe_memory_access") == "true"
     assert jvm.java.lang.System.getProperty("arrow.enable_null_check_for_get") == "false"
     diagnostics = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-    assert diagnostics.getVMOption("TieredStopAtLevel").getValue() == "1"
+    # executors elsewhere: the quick compiler alone; this JVM (local mode's executor): C2 for the row-making
+    # methods only, as its directives file says (the JVM would not have started had it not read the file)
+    assert "-XX:TieredStopAtLevel=1" in JVM_OPTIONS.split()
+    assert diagnostics.getVMOption("CompilerDirectivesFile").getValue() == C2_DIRECTIVES
+    assert "org/apache/arrow/*.*" in open(C2_DIRECTIVES).read()
     # the quick compiler alone would shrink the code cache to 48 MB, which a long session fills
     assert int(diagnostics.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 << 20
     # the throughput collector: rows made from Arrow allocate a byte array per key and value
@@ -227,3 +231,36 @@ def test_table_rows_are_made_once_with_no_join_or_projection_over_them(spark_loc
         lines = spark_capture.table(table)._jdf.queryExecution().executedPlan().toString().splitlines()
         assert lines[1].lstrip("+- ").startswith("MapInArrow numbered"), (table, lines[:3])
         assert "Join" not in lines[1], table
+
+
+@pytest.mark.parametrize("name", ["lossy.pcap", "produce-consume-gzip.pcap", "admin.pcap"])
+def test_a_column_is_declared_nullable_exactly_when_it_holds_a_null(spark_local, name):
+    """The tables' schemas say which columns hold nulls, as the decode tasks found them: a column (a list's
+    elements, a header's key or value) is nullable where the engine's table holds a null there, and declared
+    not nullable otherwise, which spares Spark a null check per value."""
+    import pandas as pd
+
+    capture = Path(__file__).parents[2] / "captures" / name
+    engine = kafkalab.read_capture(capture)
+    spark_capture = read_capture(spark_local, [capture])
+    for table in TABLES:
+        frame = getattr(engine, table)
+        fields = {f.name: f for f in spark_capture.table(table).schema.fields}
+        for column in kafkalab.dissect.columns.TABLES[table]:
+            values = frame[column.name]
+            if column.type in ("list<string>", "headers"):
+                assert not values.isna().any()
+                assert fields[column.name].nullable is False, (table, column.name)
+                items = [item for value in values for item in value]
+                if column.type == "headers":
+                    struct = fields[column.name].dataType.elementType
+                    for k, part in enumerate(("key", "value")):
+                        held = any((item[part] if isinstance(item, dict) else item[k]) is None for item in items)
+                        assert struct[part].nullable is held, (table, column.name, part)
+                else:
+                    assert fields[column.name].dataType.containsNull is any(item is None for item in items)
+                continue
+            held = bool(values.isna().any()) if len(values) else False
+            assert fields[column.name].nullable is held, (table, column.name, held)
+            if column.type == "float64":
+                assert pd.api.types.is_float_dtype(values)
