@@ -19,10 +19,9 @@ What comes out, per group ``g``: rows of three columns (:func:`output_ddl`), eac
 kind as IPC bytes (:func:`part_schema`): ``stream`` (each TCP connection's local number and first packet's order
 key), ``fkey`` (each frame's local number and sort key), ``topics`` (unresolved and known topic ids, and the
 group's frame count), ``nulls`` (which of the tables' columns hold nulls), and the rows of the four tables with
-local frame and stream numbers. The JVM keeps the bytes
-opaque: it takes them in and caches them at the cost of a copy, where one wide row per table row (a struct column
-per kind, all but one null) cost it most of a read's CPU in conversion, caching and the code it generated for that
-shape.
+local frame and stream numbers. The JVM keeps the bytes opaque: it takes them in and caches them at the cost of a
+copy, where one wide row per table row (a struct column per kind, all but one null) cost it most of a read's CPU
+in conversion, caching and the code it generated for that shape.
 
 The bytes are an Arrow IPC stream with LZ4-compressed buffers (:func:`_packed`): record values compress
 well, and the JVM then caches and moves a fraction of the bytes (a 250 MB capture read on ``local[2]`` took

@@ -77,7 +77,7 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
         lookups = keys.repartition(1).mapInArrow(_one_task_lookups, "g bigint, lookup binary")
     else:
         # not cached: the range sort's sampling pass makes the keys again, which costs less than caching them
-        ranges = max(width, spark.sparkContext.defaultParallelism)
+        ranges = max(width, cores)
         ranked = keys.repartitionByRange(ranges, *ORDER).sortWithinPartitions(*ORDER)
         ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)       # every scan of it sees the same partitions
         numbers = frame_numbers(ranked).repartition(ranges, "g")     # not spark.sql.shuffle.partitions' 200

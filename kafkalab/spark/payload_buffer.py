@@ -29,9 +29,9 @@ def payload_buffer(paths: list[str], rank: np.ndarray, off: np.ndarray, length: 
     file does. ValueError if a payload lies past its file's end (the file changed since it was indexed)."""
     ranks = np.unique(rank).tolist()
     sizes = {r: os.path.getsize(paths[r]) for r in ranks}
-    of_rank = np.zeros(max(ranks, default=-1) + 1, dtype=np.int64)
-    of_rank[ranks] = [sizes[r] for r in ranks]
-    past = off + length > of_rank[rank]
+    size_of = np.zeros(max(ranks, default=-1) + 1, dtype=np.int64)      # indexed by rank, as ``place_of``
+    size_of[ranks] = [sizes[r] for r in ranks]
+    past = off + length > size_of[rank]
     if past.any():
         bad = sorted({paths[r] for r in np.unique(rank[past]).tolist()})
         raise ValueError(f"{', '.join(bad)}: shorter than when it was indexed (the file changed during the read)")
@@ -39,8 +39,9 @@ def payload_buffer(paths: list[str], rank: np.ndarray, off: np.ndarray, length: 
     if found is None:
         return _copied(paths, rank, off, length, tail)
     buffer, base, tail_at = found
-    of_rank[ranks] = [base[r] for r in ranks]
-    return buffer, of_rank[rank] + off, tail_at
+    place_of = np.zeros_like(size_of)
+    place_of[ranks] = [base[r] for r in ranks]
+    return buffer, place_of[rank] + off, tail_at
 
 
 def _side_by_side(paths: list[str], sizes: dict, tail: bytes):
@@ -63,21 +64,27 @@ def _side_by_side(paths: list[str], sizes: dict, tail: bytes):
                       mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
     if start in (None, failed):
         return None
-    for r, size in sizes.items():
-        if not size:
-            continue
-        fd = os.open(paths[r], os.O_RDONLY)
-        try:
-            placed = libc.mmap(start + base[r], size, mmap.PROT_READ, mmap.MAP_SHARED | _MAP_FIXED, fd, 0)
-        finally:
-            os.close(fd)
-        if placed != start + base[r]:
-            libc.munmap(start, total)
-            return None
+    try:
+        for r, size in sizes.items():
+            if size and _map_at(libc, start + base[r], size, paths[r]) != start + base[r]:
+                libc.munmap(start, total)
+                return None
+    except OSError:             # the file could not be opened: the range is given back, the error stands
+        libc.munmap(start, total)
+        raise
     ctypes.memmove(start + tail_at, tail, len(tail))
     buffer = (ctypes.c_char * total).from_address(start)
     weakref.finalize(buffer, libc.munmap, start, total)
     return buffer, base, tail_at
+
+
+def _map_at(libc, address: int, size: int, path: str):
+    """The file at ``path`` mapped read-only at ``address`` (the address it was mapped at: another on failure)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return libc.mmap(address, size, mmap.PROT_READ, mmap.MAP_SHARED | _MAP_FIXED, fd, 0)
+    finally:
+        os.close(fd)
 
 
 _LIBC: list = []

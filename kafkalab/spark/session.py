@@ -45,10 +45,11 @@ JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # methods that make rows from Arrow (Arrow's vectors, Spark's Arrow column vectors, the generated projections,
 # the row writers: :data:`C2_DIRECTIVES`) and nothing else. Those run once per value of millions of rows and
 # repay C2 many times over; the rest stays with the quick compiler, as above. A 2 GB capture rotated into 8
-# files, read on local[2] (bench/bench_spark.py's read; Spark's executor CPU time per stage from its REST API,
-# four runs against eight): the records rows took 5.3-5.7 s of executor CPU instead of 9.5-11.1 s, C2 compiled for 3 s
-# where unrestricted it compiled for 20 s, the JVM's CPU for the whole read fell from 27.5-31 s to
-# 25.5-26.8 s and the read's wall time from 33-36 s to 31.1-31.8 s. Executors elsewhere (a cluster) keep
+# files, read on local[2] (bench/bench_spark.py's read; Spark's executor CPU time per stage from its REST API;
+# four runs with the directives, eight with the quick compiler alone): the records rows took 5.3-5.7 s of
+# executor CPU instead of 9.5-11.1 s, C2 compiled for 3 s where unrestricted it compiled for 20 s, the JVM's
+# CPU for the whole read fell from 27.5-31 s to 25.5-26.8 s and the read's wall time from 33-36 s to
+# 31.1-31.8 s. Executors elsewhere (a cluster) keep
 # :data:`JIT_OPTIONS`: the directives are a file of this package, which a remote JVM may not see, and a JVM
 # that cannot read its directives file does not start.
 C2_DIRECTIVES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jit_directives.json")
