@@ -6,7 +6,7 @@ frames completed by a packet, ``(1, stream id, local number)`` for those complet
 then the group (a tiebreak only: the order is total, so a recomputed sort agrees). A capture of up to
 :data:`ONE_TASK_FRAMES` frames (the decode tasks report how many) has its narrow key rows sorted and numbered by
 one Python task (:func:`_one_task_lookups`). A larger one has them sorted over range partitions (as many as decode
-tasks, at least one per core) and cached; each partition's rows are counted, only those counts reach the driver
+tasks, at least one per core) and kept; each partition's rows are counted, only those counts reach the driver
 (one number per partition, however many frames), and a row's number is its partition's first number plus its
 place in the partition, in Spark SQL (:func:`frame_numbers`), so that no task holds every key row: serial for a
 chatty capture's tens of millions of frames. The parallel way costs more jobs (the sort's sampling, the counts)
@@ -17,14 +17,14 @@ spreads over a cluster's cores as the frames grow.
 
 The tables' rows are never shuffled, nor joined: the frame numbers are gathered per group into one narrow
 row (the group and an int64 array indexed by local number, :func:`_group_lookup`), which is joined to the
-group's cached decode rows (a few rows of Arrow bytes per group); Spark broadcasts the lookups to those
+group's kept decode rows (a few rows of Arrow bytes per group); Spark broadcasts the lookups to those
 tasks while they are small (``spark.sql.autoBroadcastJoinThreshold``, 10 MB by default: some 1.3 million
 frames; beyond that its join moves the decode rows, still a few per group, and each group's lookup). The
 Python task that turns a group's batches into rows then gives them global stream and frame numbers and
 microsecond times itself, so Spark takes each table row in once, from Arrow, with no join and no projection
 after it: a join over the table rows had copied every row again (the JVM's CPU for a 250 MB capture's
 records table on ``local[1]``: 3.8 s with the join, 2.7 s without). A table's rows therefore come group by group, each group's in the order the
-engine gives them (the decode rows are put back in their cached order after the join); ``ordered=True``
+engine gives them (the decode rows are put back in their kept order after the join); ``ordered=True``
 sorts them by frame (one more shuffle of every row, and a sampling pass to cut the ranges), as ``orderBy``
 on the table would.
 """
@@ -51,7 +51,8 @@ ONE_TASK_FRAMES = 500_000
 
 def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered: bool = False,
                     width: int = 1, frames: int | None = None, nulls: dict | None = None) -> dict:
-    """The four tables as DataFrames with global numbers (``decoded``: the decode tasks' rows, see
+    """The four tables as DataFrames with global numbers, and under ``lookups`` the frames' numbers per group,
+    cached for the tables' reads (``decoded``: the decode tasks' rows, see
     :func:`.decode.output_ddl`; ``streams``: (first packet's
     order key, (group, local stream)) for every connection: the ranges of a cut connection share its first
     packet's key; ``merge``: there are such ranges, whose connection rows are merged; ``ordered``: sort each
@@ -62,6 +63,8 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     nullable)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
+
+    from .keep import keep, release
 
     ids = {key: n for n, key in enumerate(sorted({key for key, _ in streams}))}
     by_group: dict[int, dict[int, int]] = {}
@@ -76,17 +79,20 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     if frames is not None and frames <= ONE_TASK_FRAMES:
         lookups = keys.repartition(1).mapInArrow(_one_task_lookups, "g bigint, lookup binary")
     else:
-        # not cached: the range sort's sampling pass makes the keys again, which costs less than caching them
+        # not kept: the range sort's sampling pass makes the keys again, which costs less than keeping them
         ranges = max(width, cores)
-        ranked = keys.repartitionByRange(ranges, *ORDER).sortWithinPartitions(*ORDER)
-        ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)       # every scan of it sees the same partitions
+        # kept: every scan of it sees the same partitions
+        ranked = keep(keys.repartitionByRange(ranges, *ORDER).sortWithinPartitions(*ORDER))
         numbers = frame_numbers(ranked).repartition(ranges, "g")     # not spark.sql.shuffle.partitions' 200
         lookups = numbers.groupBy("g").applyInArrow(_group_lookup, "g bigint, lookup binary")
-    lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK)
-    lookups.count()                 # cached now: Spark plans the joins below knowing the lookups' real size
+    # cached, not kept as a checkpoint: Spark then plans the joins below knowing the lookups' real size, and
+    # broadcasts them while they are small (a checkpoint's size is unknown to the planner, which then shuffled
+    # every decode row of the table to join them)
+    lookups = lookups.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    lookups.count()
     if ranked is not None:
-        ranked.unpersist()
-    out = {}
+        release(ranked)
+    out = {"lookups": lookups}
     for name in spec.TABLES:
         blobs = decoded.where(f"kind = '{name}'").select("g", "data")
         if name != "records":

@@ -5,35 +5,39 @@ Stages (Spark schedules and shuffles; kafkalab's own stages decode; what crosses
 is Arrow batches, and no payload byte is shuffled):
 
 1. **Plan** (driver, :mod:`.plan`): files in capture-time order, cut into read units (whole files, or nominal
-   byte ranges of large ones); only file heads and sizes are read.
-2. **Index** (a task per unit, :mod:`.packets`): a range's task resolves its start to a record boundary (a
-   numpy screen of a small window), then indexes the records whose header starts in its range, walking them
-   in the mapped file, and reports where its walk stopped. The unit's TCP segments become index rows (order
-   key, addresses, ports, sequence numbers, flags, and the payload's file and offset), read with numpy and
-   packed per connection: Spark sees one row per connection and unit. The driver collects, in one job, each
-   connection's bytes, the files' problems and the ranges' walks, and checks that each file's ranges meet
+   byte ranges of large ones), packed into read tasks of at most 256 MB, two per core at least; only file
+   heads and sizes are read.
+2. **Index** (:mod:`.packets`, a Spark task per read task): a range's task resolves its start to a record
+   boundary (a numpy screen of a small window), then indexes the records whose header starts in its range,
+   walking them in the mapped file, and reports where its walk stopped. The unit's TCP segments become index
+   rows (order key, addresses, ports, sequence numbers, flags, and the payload's file and offset), read with
+   numpy and packed per connection: Spark sees one row per connection and unit. The driver collects, in one job,
+   each connection's bytes, the files' problems and the ranges' walks, and checks that each file's ranges meet
    exactly (:func:`.plan.settle`: every walk stops on the next range's start); a file whose ranges do not (a
-   false boundary, a damaged file, a pcapng head redefined mid-file) has its rows dropped and is indexed
-   again whole by one task (rare: the only case where a byte is indexed twice).
+   false boundary, a damaged file, a pcapng head redefined mid-file) has its rows dropped and is indexed again
+   whole by one task (rare: the only case where a byte is indexed twice).
 3. **Group**: one row per connection (its key and payload bytes) goes to the driver, which puts the
    connections of one client host in one group (both ends' groups are joined when the ports do not say which
    end is the client): the requests a client host made on its other connections (the last tier of
    inference) are then all in its group, and so are the Metadata responses that host's clients usually learn
-   topic names from. Groups are packed into decode tasks of about equal bytes (:func:`decode_tasks`) and the
-   packed index rows are shuffled to their task (a cut connection's split at its cuts first).
+   topic names from. Groups are packed into decode tasks of about equal bytes (:func:`decode_tasks`); the
+   packed index rows get their task's label by a broadcast join in the JVM (a cut connection's are split at
+   its cuts by a Python task) and are shuffled to it.
 4. **Decode** (a task each, :mod:`.decode`): the task reads its payloads by offset from the shared files and
    runs the engine's bulk stages over them in global order, giving Arrow batches (``applyInArrow``), each
-   carried to the JVM as the bytes of one narrow row (kind, group, batch, LZ4-compressed), cached. If a frame names a topic
-   id its task could not name but another task could, the facts are not local and the capture is decoded
-   again as one task (exact, not parallel).
+   carried to the JVM as the bytes of one narrow row (kind, group, batch, LZ4-compressed), kept. If a frame
+   names a topic id its task could not name but another task could, the facts are not local and the capture
+   is decoded again as one task (exact, not parallel).
 5. **Number** (:mod:`.numbering`): stream ids by the order key of each connection's first packet
    (collected: one per connection); frame numbers by the frames' sort keys, sorted and numbered by one
    Python task when the capture has few frames (the decode tasks report how many), otherwise sorted over
    range partitions, each partition counted and its rows numbered from the counts before it (Spark SQL over
    narrow rows, in parallel: only the per-partition counts reach the driver), gathered into one lookup row
-   per group, which joins the group's cached decode rows (Spark broadcasts it while the numbers are small);
+   per group, which joins the group's kept decode rows (Spark broadcasts it while the numbers are small);
    the Python task making a group's rows of a table gives them their global numbers. No table row is
    shuffled or joined, so rows come group by group unless ``ordered=True`` sorts them.
+
+The index rows and the decode rows are each made once and kept (:mod:`.keep`) for the scans that follow.
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ from kafkalab.dissect import columns as spec
 
 from .packets import KEY as _KEY
 from .packets import POS_STEP
-from .plan import TARGET_BYTES, plan, settle
+from .plan import plan, read_tasks, settle
 
 DEFAULT_PORTS = frozenset({9092, 9093, 9094})
 DECODE_TASK_BYTES = 256 << 20       # payload bytes a decode task takes on (see decode_width)
@@ -61,9 +65,19 @@ class SparkCapture:
     diagnostics: list[str] = field(default_factory=list)
     split: dict = field(default_factory=dict)    # connection key -> ranges decoded by separate tasks (heavy ones)
     units: list = field(default_factory=list)    # what was read: (rank, path, start, end), -1s for a whole file
+    kept: list = field(default_factory=list)     # the rows kept for the tables' reads (see :mod:`.keep`)
 
     def table(self, name: str):
         return getattr(self, name)
+
+    def release(self) -> None:
+        """Free the rows this read keeps for its tables (its decode rows and frame numbers, held by the
+        executors until the session ends or the tables are dropped). The tables cannot be read after it."""
+        from .keep import release
+
+        for frame in self.kept:
+            release(frame)
+        self.kept.clear()
 
 
 def spark_type(type_name: str, name: str = "", nulls=None):
@@ -126,32 +140,32 @@ def group_of_connections(keys: list, ports) -> dict:
     return {key: number[find(client(*key))] for key in keys}
 
 
-def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_bytes: int = TARGET_BYTES,
+def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_bytes: int | None = None,
                  task_bytes: int = DECODE_TASK_BYTES) -> SparkCapture:
     """The frames, exchanges, records and connections of the capture in ``paths`` (files, globs,
     directories; several files are one capture) as DataFrames, decoded on ``spark``. Their rows come decode
     task by decode task, as Spark's tables do (no order unless asked): ``ordered=True`` sorts each by frame
     (connections by stream), the engine's order, at the cost of a shuffle of every row. ``target_bytes``: the
-    capture bytes a read task indexes; ``task_bytes``: the payload bytes a decode task decodes (see
+    capture bytes a read task indexes (None: sized to the capture and the cores, :func:`.plan.task_bytes`);
+    ``task_bytes``: the payload bytes a decode task decodes (see
     :func:`decode_width`)."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    from .keep import keep, release
     from .numbering import numbered_tables
 
     sc = spark.sparkContext
     ports = sorted(set(ports or ()))
-    capture_plan = plan(paths, target_bytes)
+    capture_plan = plan(paths, target_bytes, sc.defaultParallelism)
     files = capture_plan.files
-    KEPT = StorageLevel.MEMORY_AND_DISK      # serialized: a session's reads share its heap
-    index = _index(spark, capture_plan.units).persist(KEPT)
+    index = keep(_index(spark, read_tasks(capture_plan.units, capture_plan.target)))
     facts = _index_facts(index)
     units, whole = settle(capture_plan.units, [row["walk"] for row in facts if row["walk"] is not None])
     if whole:                               # ranges that do not meet: those files are indexed again, whole
-        again = index.where(~F.col("rank").isin(sorted(whole))).unionByName(
-            _index(spark, [u for u in units if u[0] in whole])).persist(KEPT)
-        facts = _index_facts(again)         # made from the cached rows of the other files
-        index.unpersist()
+        again = keep(index.where(~F.col("rank").isin(sorted(whole))).unionByName(
+            _index(spark, [[u] for u in units if u[0] in whole])))
+        facts = _index_facts(again)         # made from the kept rows of the other files
+        release(index)
         index = again
     notes = sorted(row["note"] for row in facts if row["note"] is not None)
     sizes = {((row["ka_ip"], row["ka_port"]), (row["kb_ip"], row["kb_port"])): row["bytes"]
@@ -163,15 +177,15 @@ def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_byte
     if cuts:
         width = wide
     tasks = decode_tasks(groups, sizes, width, cuts)
-    decoded = _decode(spark, index, tasks, cuts, files, ports, width).persist(KEPT)
+    decoded = keep(_decode(spark, index, tasks, cuts, files, ports, width))
     facts = _facts(decoded)
     topics = [(set(row["unresolved"]), set(row["known"])) for _, row in facts["topics"]]
     known = set().union(*(k for _, k in topics)) if topics else set()
     if any(u & known for u, _ in topics) and len(topics) > 1:
-        decoded.unpersist()
+        release(decoded)
         cuts = {}
         width = 1
-        decoded = _decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, width).persist(KEPT)
+        decoded = keep(_decode(spark, index, {(key, 0): 0 for key in sizes}, cuts, files, ports, width))
         facts = _facts(decoded)
     aliases = {(c["rank"], c["start"], c["pos"] - POS_STEP + 1): c["first"] for found in cuts.values() for c in found}
     streams = [(aliases.get(key, key), (g, s["local"])) for g, s in facts["stream"]
@@ -182,9 +196,10 @@ def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_byte
         nulls[row["table"]].add(row["column"])
     tables = numbered_tables(spark, decoded, streams, merge=bool(aliases), ordered=ordered, width=width,
                              frames=frames, nulls=nulls)
-    index.unpersist()
+    release(index)
     return SparkCapture(tables["frames"], tables["exchanges"], tables["records"], tables["connections"],
-                        capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()}, units)
+                        capture_plan.problems + notes, {key: len(found) + 1 for key, found in cuts.items()}, units,
+                        [decoded, tables["lookups"]])
 
 
 def _index_facts(index) -> list:
@@ -294,27 +309,34 @@ def decode_tasks(groups: dict, sizes: dict, width: int, cuts: dict | None = None
     return out
 
 
-def _index(spark, units: list):
-    """The index rows of every unit (a task each), packed per connection (:func:`.packets.unit_pieces`: both
-    directions of a connection share its key). The tasks are numbered by ``spark.range``, which the JVM makes
-    alone, and each finds its unit in the list it carries: a Python RDD of the units would cost every task a
-    second trip through a Python worker (the index stage of a 2 GB capture in 30 ranges: 1.9 s of task time
-    of Spark's own instead of 3.7 s)."""
+def _index(spark, tasks: list):
+    """The index rows of every unit (``tasks``: the units each read task takes on, see
+    :func:`.plan.read_tasks`), packed per connection (:func:`.packets.unit_pieces`: both directions of a
+    connection share its key). The tasks are numbered by ``spark.range``, which the JVM makes alone, and each
+    finds its units in the list it carries: a Python RDD of the units would cost every task a second trip
+    through a Python worker (the index stage of a 2 GB capture in 30 ranges: 1.9 s of task time of Spark's own
+    instead of 3.7 s)."""
     from .packets import PIECE_DDL, unit_pieces
 
     def index_units(batches):
         for batch in batches:
             for k in batch.column("id").to_pylist():
-                yield from unit_pieces(units[k])
+                for unit in tasks[k]:
+                    yield from unit_pieces(unit)
 
-    return spark.range(0, len(units), 1, len(units)).mapInArrow(index_units, PIECE_DDL)
+    return spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(index_units, PIECE_DDL)
 
 
 def _decode(spark, index, tasks: dict, cuts: dict, files: list[str], ports, width: int):
     """The decode tasks' output: each connection's pieces go to its task (a cut connection's are cut at its
     cuts first, and each range gets its synthetic handshake), then the engine decodes each task's index rows,
     reading their payloads from the shared files (no payload bytes travel). Each task is labelled with a number
-    Spark's hash partitioning sends to a partition of its own, so the ``width`` tasks run in parallel."""
+    Spark's hash partitioning sends to a partition of its own, so the ``width`` tasks run in parallel.
+
+    A whole connection's pieces get their task's label in the JVM, by a join with one small row per connection
+    (broadcast): only a cut connection's pieces go through a Python task (:func:`_routed`), which splits them
+    at its cuts (a 2 GB capture with no cut connection on local[2]: 0.7 s of a routing stage of Python tasks
+    before the decode's, none with the join)."""
     from pyspark.sql import functions as F
 
     from .decode import decode_group, output_ddl
@@ -323,18 +345,25 @@ def _decode(spark, index, tasks: dict, cuts: dict, files: list[str], ports, widt
 
     label = _labels(spark, width)
     task_of = {(key, r): label[t] for (key, r), t in tasks.items()}
-
-    def route(batches):
-        for batch in batches:
-            yield _routed(batch, task_of, cuts)
-
-    # one routing task per core, not per unit: a Python task costs Spark some 0.1 s of its own, and routing a
-    # unit's pieces costs less (a 2 GB capture's 30 units: 6.5 s of task time, 3.6 s wall on two cores; 1.6 s, 0.8 s)
-    listed = index.where(F.col("rows").isNotNull()).coalesce(spark.sparkContext.defaultParallelism).mapInArrow(
-        route, "g bigint, rows binary")
+    key_ddl = "ka_ip string, ka_port bigint, kb_ip string, kb_port bigint"
+    whole = spark.createDataFrame([(a[0], a[1], b[0], b[1], g) for ((a, b), r), g in task_of.items()
+                                   if r == 0 and (a, b) not in cuts], f"{key_ddl}, g bigint")
+    pieces = index.where(F.col("rows").isNotNull())
+    listed = pieces.join(F.broadcast(whole), list(_KEY)).select("g", "rows")
     if cuts:
         import pyarrow as pa
 
+        cut = spark.createDataFrame([(a[0], a[1], b[0], b[1]) for (a, b) in cuts], key_ddl)
+
+        def route(batches):
+            for batch in batches:
+                yield _routed(batch, task_of, cuts)
+
+        # one routing task per core: a Python task costs Spark some 0.1 s of its own, and routing a unit's
+        # pieces costs less
+        listed = listed.unionByName(pieces.join(F.broadcast(cut), list(_KEY), "left_semi")
+                                    .coalesce(spark.sparkContext.defaultParallelism)
+                                    .mapInArrow(route, "g bigint, rows binary"))
         handshakes = [(task_of[(key, k)], pack(pa.Table.from_pylist(handshake_rows(c), schema=index_schema())))
                       for key, found in cuts.items() for k, c in enumerate(found, 1)]
         listed = listed.unionByName(spark.createDataFrame(handshakes, "g bigint, rows binary"))
@@ -346,8 +375,8 @@ def _decode(spark, index, tasks: dict, cuts: dict, files: list[str], ports, widt
 
 
 def _routed(batch, task_of: dict, cuts: dict):
-    """Batches of (task label, packed index rows): each piece of ``batch`` whole, or for a cut connection
-    split into its ranges."""
+    """Batches of (task label, packed index rows): each piece of a cut connection in ``batch`` split into its
+    ranges."""
     import pyarrow as pa
 
     from .packets import pack, unpack
@@ -357,12 +386,7 @@ def _routed(batch, task_of: dict, cuts: dict):
     keys = zip(*(batch.column(c).to_pylist() for c in _KEY))
     for k, (ka_ip, ka_port, kb_ip, kb_port) in enumerate(keys):
         key = ((ka_ip, ka_port), (kb_ip, kb_port))
-        blob = batch.column("rows").slice(k, 1)
-        if key not in cuts:
-            labels.append(task_of[(key, 0)])
-            packed.append(blob[0].as_py())
-            continue
-        rows = unpack(blob)
+        rows = unpack(batch.column("rows").slice(k, 1))
         ranges = range_of(rows, cuts[key])
         for r in np.unique(ranges).tolist():
             labels.append(task_of[(key, r)])

@@ -28,12 +28,15 @@ def spark_local():
 
 
 @pytest.fixture(autouse=True)
-def _release_cached_reads(request):
-    """Each read keeps its decoded rows cached for its DataFrames (see kafkalab.spark.pipeline); a test's
-    reads are let go when it ends, so one session's heap does not fill up over the whole suite."""
+def _release_kept_reads(request):
+    """Each read keeps its index and decode rows for its DataFrames (see kafkalab.spark.keep); a test's reads are
+    let go when it ends, so one session's heap does not fill up over the whole suite."""
     yield
     if "spark_local" in request.fixturenames:
-        request.getfixturevalue("spark_local").catalog.clearCache()
+        spark = request.getfixturevalue("spark_local")
+        for rdd in spark.sparkContext._jsc.getPersistentRDDs().values():
+            rdd.unpersist(False)
+        spark.catalog.clearCache()
 
 
 @pytest.fixture(scope="session")

@@ -117,3 +117,48 @@ def test_a_payload_buffer_holds_each_payload_where_it_says_and_the_tail(tmp_path
     assert len(module.payload_buffer(files, rank[:0], off[:0], length[:0])[1]) == 0
     with pytest.raises(ValueError, match="f1: shorter than when it was indexed"):
         module.payload_buffer(files, np.array([1]), np.array([498]), np.array([3]))
+
+
+def test_read_tasks_are_sized_to_the_capture_and_the_cores():
+    from kafkalab.spark.plan import OPEN_COST, TARGET_BYTES, task_bytes
+
+    assert task_bytes(2 * 10**9, 2) == TARGET_BYTES          # a big capture: the largest tasks
+    assert task_bytes(100 << 20, 2) == 25 << 20             # a small one: two tasks per core
+    assert task_bytes(100 << 20, 1) == 50 << 20
+    assert task_bytes(1 << 20, 2) == OPEN_COST == task_bytes(0, 8)     # never below a file's cost
+
+
+def test_small_files_share_a_read_task_and_a_large_files_ranges_have_one_each(tmp_path):
+    from kafkalab.spark.plan import OPEN_COST, read_tasks, unit_bytes
+
+    small = []
+    for k in range(10):
+        path = tmp_path / f"small-{k}.pcap"
+        path.write_bytes(b"x" * (100 + k))
+        small.append((k, str(path), -1, -1))
+    target = 4 * OPEN_COST
+    ranges = [(10, str(tmp_path / "big.pcap"), start, start + target - 1) for start in range(24, 3 * target, target)]
+    tasks = read_tasks(small + ranges, target)
+    assert sorted(u for task in tasks for u in task) == sorted(small + ranges)          # every unit once
+    assert [task for task in tasks if any(u[2] >= 0 for u in task)] == [[r] for r in ranges]
+    packed = [task for task in tasks if all(u[2] < 0 for u in task)]
+    assert sorted(map(len, packed)) == [2, 4, 4]            # a small file counts as a file's opening cost
+    assert all(sum(max(unit_bytes(u), OPEN_COST) for u in task) <= target for task in packed)
+
+
+def test_a_kept_frame_gives_its_rows_until_released(spark_local):
+    """In local mode a kept frame is a local checkpoint (one copy of each row, no column buffers); released,
+    its blocks are gone."""
+    from kafkalab.spark.keep import keep, release
+
+    def held():
+        return set(spark_local.sparkContext._jsc.getPersistentRDDs().keys())
+
+    before = held()
+    frame = spark_local.range(0, 1000, 1, 4).selectExpr("id", "id * 2 AS twice", "repeat('x', id % 7) AS pad")
+    kept = keep(frame)
+    assert len(held() - before) == 1
+    assert kept._jdf.queryExecution().logical().getClass().getSimpleName() == "LogicalRDD"
+    assert sorted(kept.where("id % 3 = 0").collect()) == sorted(frame.where("id % 3 = 0").collect())
+    release(kept)
+    assert held() - before == set()

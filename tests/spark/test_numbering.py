@@ -38,6 +38,21 @@ def test_numbers_over_several_sorted_partitions_are_the_whole_orders_row_numbers
     assert got == {(r["g"], r["local"]): r["number"] for r in whole.collect()}
 
 
+def kept_plans(monkeypatch) -> list[str]:
+    """The physical plans of the frames a read keeps (:mod:`kafkalab.spark.keep`), as they are kept: a local
+    checkpoint's own plan shows only its stored rows."""
+    from kafkalab.spark import keep as module
+
+    plans, keep = [], module.keep
+
+    def spy(frame):
+        plans.append(frame._jdf.queryExecution().executedPlan().toString())
+        return keep(frame)
+
+    monkeypatch.setattr(module, "keep", spy)
+    return plans
+
+
 def test_a_capture_whose_frames_span_several_sorted_partitions_has_the_engines_numbers(spark_local, hosts_capture,
                                                                                           monkeypatch):
     from pyspark.sql import functions as F
@@ -51,11 +66,13 @@ def test_a_capture_whose_frames_span_several_sorted_partitions_has_the_engines_n
 
     monkeypatch.setattr(numbering, "frame_numbers", spy)
     monkeypatch.setattr(numbering, "ONE_TASK_FRAMES", 0)        # as if too many frames for one task
+    plans = kept_plans(monkeypatch)
     spark_capture = read_capture(spark_local, [hosts_capture], target_bytes=hosts_capture.stat().st_size // 4)
     assert len([n for n in seen if n]) > 1, seen             # the frames' keys sorted over several partitions
     assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
-    plan = spark_capture.records._jdf.queryExecution().executedPlan().toString()
-    assert "rangepartitioning(phase" in plan                  # the lookups' cached plan, shown inside the join's
+    plan = "\n".join(plans)                                   # the plans of what the read kept: the sorted keys
+    assert "rangepartitioning(phase" in plan
+    plan += spark_capture.records._jdf.queryExecution().executedPlan().toString()     # and the lookups' cached one
     assert "Window" not in plan                              # a window over the whole order: all rows in one task
     assert "SinglePartition, ENSURE_REQUIREMENTS" not in plan
 
@@ -63,7 +80,8 @@ def test_a_capture_whose_frames_span_several_sorted_partitions_has_the_engines_n
 def test_a_capture_with_few_frames_is_numbered_in_one_task_with_the_engines_numbers(spark_local, hosts_capture,
                                                                                       monkeypatch):
     monkeypatch.setattr(numbering, "frame_numbers", lambda ranked: pytest.fail("sorted over range partitions"))
+    plans = kept_plans(monkeypatch)
     spark_capture = read_capture(spark_local, [hosts_capture], target_bytes=hosts_capture.stat().st_size // 4)
     assert_same_rows(spark_capture, kafkalab.read_capture(hosts_capture))
-    plan = spark_capture.records._jdf.queryExecution().executedPlan().toString()
-    assert "rangepartitioning" not in plan and "MapInArrow _one_task_lookups" in plan
+    plan = spark_capture.records._jdf.queryExecution().executedPlan().toString()      # the lookups' cached plan
+    assert "rangepartitioning" not in "\n".join(plans + [plan]) and "MapInArrow _one_task_lookups" in plan
