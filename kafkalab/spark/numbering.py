@@ -79,9 +79,9 @@ def numbered_tables(spark, decoded, streams: list, merge: bool = False, ordered:
     if frames is not None and frames <= ONE_TASK_FRAMES:
         lookups = keys.repartition(1).mapInArrow(_one_task_lookups, "g bigint, lookup binary")
     else:
-        # not kept: the range sort's sampling pass makes the keys again, which costs less than keeping them
+        # the keys are not kept (the range sort's sampling pass makes them again, which costs less than keeping
+        # them); the sorted keys are, so that every scan of them sees the same partitions
         ranges = max(width, cores)
-        # kept: every scan of it sees the same partitions
         ranked = keep(keys.repartitionByRange(ranges, *ORDER).sortWithinPartitions(*ORDER))
         numbers = frame_numbers(ranked).repartition(ranges, "g")     # not spark.sql.shuffle.partitions' 200
         lookups = numbers.groupBy("g").applyInArrow(_group_lookup, "g bigint, lookup binary")

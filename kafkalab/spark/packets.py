@@ -54,9 +54,9 @@ def index_schema():
     return pa.schema([(name, types[kind]) for name, kind in INDEX_COLUMNS])
 
 
-PIECE_DDL = ("ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, packets bigint, bytes bigint, "
-             "rows binary, note string, rank bigint, walk array<bigint>")
 KEY = ("ka_ip", "ka_port", "kb_ip", "kb_port")   # a connection: its two endpoints, the smaller (address, port) first
+KEY_DDL = "ka_ip string, ka_port bigint, kb_ip string, kb_port bigint"
+PIECE_DDL = f"{KEY_DDL}, packets bigint, bytes bigint, rows binary, note string, rank bigint, walk array<bigint>"
 
 
 def index_unit(unit: tuple) -> tuple:

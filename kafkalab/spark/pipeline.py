@@ -48,6 +48,7 @@ import numpy as np
 from kafkalab.dissect import columns as spec
 
 from .packets import KEY as _KEY
+from .packets import KEY_DDL
 from .packets import POS_STEP
 from .plan import plan, read_tasks, settle
 
@@ -71,8 +72,8 @@ class SparkCapture:
         return getattr(self, name)
 
     def release(self) -> None:
-        """Free the rows this read keeps for its tables (its decode rows and frame numbers, held by the
-        executors until the session ends or the tables are dropped). The tables cannot be read after it."""
+        """Free the rows this read keeps for its tables (its decode rows and frame numbers, which otherwise
+        stay in the executors' memory until the session ends). The tables cannot be read after it."""
         from .keep import release
 
         for frame in self.kept:
@@ -146,9 +147,8 @@ def read_capture(spark, paths, ports=None, *, ordered: bool = False, target_byte
     directories; several files are one capture) as DataFrames, decoded on ``spark``. Their rows come decode
     task by decode task, as Spark's tables do (no order unless asked): ``ordered=True`` sorts each by frame
     (connections by stream), the engine's order, at the cost of a shuffle of every row. ``target_bytes``: the
-    capture bytes a read task indexes (None: sized to the capture and the cores, :func:`.plan.task_bytes`);
-    ``task_bytes``: the payload bytes a decode task decodes (see
-    :func:`decode_width`)."""
+    capture bytes a read task indexes (None: sized to the capture and the cores, :func:`.plan.read_task_bytes`);
+    ``task_bytes``: the payload bytes a decode task decodes (see :func:`decode_width`)."""
     from pyspark.sql import functions as F
 
     from .keep import keep, release
@@ -251,7 +251,7 @@ def heavy_cuts(spark, index, sizes: dict, width: int, files: list[str], kafka_po
     if not heavy:
         return {}
     pieces = spark.createDataFrame([(a[0], a[1], b[0], b[1], int(p)) for (a, b), p in heavy.items()],
-                                   "ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, pieces bigint")
+                                   f"{KEY_DDL}, pieces bigint")
     rows = index.where(F.col("rows").isNotNull()).join(F.broadcast(pieces), list(_KEY))
 
     def cut(key, table):
@@ -345,15 +345,14 @@ def _decode(spark, index, tasks: dict, cuts: dict, files: list[str], ports, widt
 
     label = _labels(spark, width)
     task_of = {(key, r): label[t] for (key, r), t in tasks.items()}
-    key_ddl = "ka_ip string, ka_port bigint, kb_ip string, kb_port bigint"
     whole = spark.createDataFrame([(a[0], a[1], b[0], b[1], g) for ((a, b), r), g in task_of.items()
-                                   if r == 0 and (a, b) not in cuts], f"{key_ddl}, g bigint")
+                                   if r == 0 and (a, b) not in cuts], f"{KEY_DDL}, g bigint")
     pieces = index.where(F.col("rows").isNotNull())
     listed = pieces.join(F.broadcast(whole), list(_KEY)).select("g", "rows")
     if cuts:
         import pyarrow as pa
 
-        cut = spark.createDataFrame([(a[0], a[1], b[0], b[1]) for (a, b) in cuts], key_ddl)
+        cut = spark.createDataFrame([(a[0], a[1], b[0], b[1]) for (a, b) in cuts], KEY_DDL)
 
         def route(batches):
             for batch in batches:

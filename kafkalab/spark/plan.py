@@ -94,7 +94,7 @@ def splittable(path: str, target_bytes: int) -> bool:
     return layout.size > target_bytes and layout.first_record < layout.size
 
 
-def task_bytes(total: int, cores: int) -> int:
+def read_task_bytes(total: int, cores: int) -> int:
     """The capture bytes a read task takes on, for a capture of ``total`` bytes on ``cores`` cores, as Spark
     sizes its file splits: :data:`TARGET_BYTES` at most, and less for a small capture, so that there are
     two tasks per core (a task that ends late then idles one core for half as long), but never below
@@ -104,7 +104,7 @@ def task_bytes(total: int, cores: int) -> int:
 
 def plan(inputs, target_bytes: int | None = None, cores: int = 1) -> Plan:
     """The files (in capture-time order) and nominal read units of a capture, with files larger than
-    ``target_bytes`` cut into ranges of about that size (None: :func:`task_bytes` for ``cores``); raises
+    ``target_bytes`` cut into ranges of about that size (None: :func:`read_task_bytes` for ``cores``); raises
     :class:`CaptureError` when no input is a readable capture."""
     problems, good = [], []
     for path in expand(inputs):
@@ -114,7 +114,7 @@ def plan(inputs, target_bytes: int | None = None, cores: int = 1) -> Plan:
         raise CaptureError(problems[0] if len(problems) == 1 else "no readable capture file: " + "; ".join(problems))
     files = [os.fspath(p) for p in in_capture_order(good)]
     if target_bytes is None:
-        target_bytes = task_bytes(sum(os.path.getsize(path) for path in files), cores)
+        target_bytes = read_task_bytes(sum(os.path.getsize(path) for path in files), cores)
     units = []
     for rank, path in enumerate(files):
         if splittable(path, target_bytes):

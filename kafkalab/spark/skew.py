@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .packets import POS_STEP, mapped
+from .packets import KEY_DDL, POS_STEP, mapped
 
 SEQ_MOD = 1 << 32
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
-CUT_COLUMNS = ("ka_ip string, ka_port bigint, kb_ip string, kb_port bigint, rank bigint, start bigint, "
+CUT_COLUMNS = (f"{KEY_DDL}, rank bigint, start bigint, "
                "pos bigint, ts bigint, client string, cport bigint, server string, sport bigint, cseq bigint, "
                "sseq bigint, bytes bigint, first_rank bigint, first_start bigint, first_pos bigint")
 

@@ -120,12 +120,12 @@ def test_a_payload_buffer_holds_each_payload_where_it_says_and_the_tail(tmp_path
 
 
 def test_read_tasks_are_sized_to_the_capture_and_the_cores():
-    from kafkalab.spark.plan import OPEN_COST, TARGET_BYTES, task_bytes
+    from kafkalab.spark.plan import OPEN_COST, TARGET_BYTES, read_task_bytes
 
-    assert task_bytes(2 * 10**9, 2) == TARGET_BYTES          # a big capture: the largest tasks
-    assert task_bytes(100 << 20, 2) == 25 << 20             # a small one: two tasks per core
-    assert task_bytes(100 << 20, 1) == 50 << 20
-    assert task_bytes(1 << 20, 2) == OPEN_COST == task_bytes(0, 8)     # never below a file's cost
+    assert read_task_bytes(2 * 10**9, 2) == TARGET_BYTES          # a big capture: the largest tasks
+    assert read_task_bytes(100 << 20, 2) == 25 << 20             # a small one: two tasks per core
+    assert read_task_bytes(100 << 20, 1) == 50 << 20
+    assert read_task_bytes(1 << 20, 2) == OPEN_COST == read_task_bytes(0, 8)     # never below a file's cost
 
 
 def test_small_files_share_a_read_task_and_a_large_files_ranges_have_one_each(tmp_path):
